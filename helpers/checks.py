@@ -1,0 +1,72 @@
+"""Self-checks for the exercises: ``check("00.cores", answer)`` says correct, or gives a hint.
+
+Used by every notebook. The expected answer is never printed; a wrong or missing answer gets a
+hint that points at where to look. Some answers depend on the reader's machine and are computed
+on it (for example, the number of CPU cores).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+@dataclass
+class Exercise:
+    """One self-check: how to compute the expected answer, how close is close enough, and a hint."""
+
+    expected: Callable[[], Any]
+    hint: str
+    rel_tol: float = 0.0
+    abs_tol: float = 0.0
+
+
+def _bubble(p: int, m: int) -> float:
+    return (p - 1) / (m + p - 1)
+
+
+EXERCISES: dict[str, Exercise] = {
+    # 00_setup
+    "00.cores": Exercise(lambda: os.cpu_count(), "Look at the device table, or at os.cpu_count()."),
+    "00.gpus": Exercise(lambda: torch.cuda.device_count() if torch.cuda.is_available() else 0,
+                        "How many 'GPU' rows does the device table have?"),
+    "00.train_size": Exercise(lambda: 1257, "len() of the training dataset that load_datasets() returned."),
+    "00.params_hidden128": Exercise(
+        lambda: sum(p.numel() for p in __import__("helpers.models", fromlist=["DigitsCNN"]).DigitsCNN(hidden=128).parameters()),
+        "Build DigitsCNN(hidden=128) and count with count_parameters(); or by hand: "
+        "conv1 1·16·9+16, conv2 16·32·9+32, linear 512·h+h, head h·10+10."),
+    # 01_model_parallel
+    "01.bubble_p4_m6": Exercise(lambda: _bubble(4, 6), "The bubble fraction is (p − 1) / (m + p − 1).", abs_tol=1e-3),
+}
+
+
+def verify(exercise: str, answer: Any) -> tuple[bool, str]:
+    """Whether ``answer`` to ``exercise`` is right, and the message a student sees (never the answer)."""
+    if exercise not in EXERCISES:
+        raise KeyError(f"no exercise called {exercise!r}; the ids look like '00.cores' "
+                       f"(known: {', '.join(sorted(EXERCISES))})")
+    ex = EXERCISES[exercise]
+    if answer is None or answer is ... or (isinstance(answer, str) and not answer.strip()):
+        return False, f"⏳ {exercise}: not answered yet — replace None with your answer. Hint: {ex.hint}"
+    if _matches(answer, ex.expected(), ex):
+        return True, f"✅ {exercise}: correct!"
+    return False, f"❌ {exercise}: not quite. Hint: {ex.hint}"
+
+
+def check(exercise: str, answer: Any) -> None:
+    """Check a student's ``answer`` to ``exercise``: prints ✅, or a hint (all notebooks)."""
+    print(verify(exercise, answer)[1])
+
+
+def _matches(answer: Any, expected: Any, ex: Exercise) -> bool:
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        try:
+            a = float(answer)
+        except (TypeError, ValueError):
+            return False
+        return math.isclose(a, float(expected), rel_tol=ex.rel_tol, abs_tol=ex.abs_tol)
+    if isinstance(expected, str):
+        return str(answer).strip().lower() == expected.strip().lower()
+    return answer == expected

@@ -1,0 +1,121 @@
+"""The course training loop and evaluation (00_setup onwards).
+
+``train`` draws a tqdm.auto progress bar (a widget in Jupyter, text in a terminal) and returns a
+:class:`History` of per-epoch metrics. Anything with a ``log(metrics, step)`` method can be
+passed as ``logger`` (notebook 05 builds one that feeds TensorBoard and W&B too).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+
+from .device import get_device
+
+
+class Logger(Protocol):
+    def log(self, metrics: dict[str, float], step: int) -> None: ...
+
+
+@dataclass
+class History:
+    """Per-epoch metrics of one training run."""
+
+    train_loss: list[float] = field(default_factory=list)
+    train_acc: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    val_acc: list[float] = field(default_factory=list)
+    epoch_seconds: list[float] = field(default_factory=list)
+
+    def last(self) -> dict[str, float]:
+        """The last epoch's metrics, rounded for printing."""
+        out = {k: round(v[-1], 4) for k, v in vars(self).items() if v and k != "epoch_seconds"}
+        return out
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, loader: DataLoader, device: torch.device | str | None = None) -> dict[str, float]:
+    """Mean cross-entropy loss and accuracy of ``model`` on ``loader`` (00_setup onwards)."""
+    device = get_device(None if device is None else str(device))
+    was_training = model.training
+    model.eval()
+    total_loss, correct, n = 0.0, 0, 0
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        out = model(x)
+        total_loss += nn.functional.cross_entropy(out, y, reduction="sum").item()
+        correct += (out.argmax(1) == y).sum().item()
+        n += len(y)
+    model.train(was_training)
+    if n == 0:
+        raise ValueError("evaluate() got an empty loader; check the dataset and batch size")
+    return {"loss": total_loss / n, "acc": correct / n}
+
+
+def make_optimizer(model: nn.Module, name: str = "adam", lr: float = 1e-2) -> torch.optim.Optimizer:
+    """``"adam"`` or ``"sgd"`` (with momentum 0.9) over the trainable parameters."""
+    if not (isinstance(lr, (int, float)) and lr > 0):
+        raise ValueError(f"learning rate must be a positive number, got {lr!r}; try 1e-2")
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("the model has no trainable parameters (all frozen?); unfreeze some with requires_grad_(True)")
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    raise ValueError(f"unknown optimizer {name!r}; choose 'adam' or 'sgd'")
+
+
+def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | None = None, epochs: int = 5,
+          lr: float = 1e-2, optimizer: str | torch.optim.Optimizer = "adam", device: torch.device | str | None = None,
+          progress: bool = True, logger: Logger | None = None, desc: str = "train") -> History:
+    """Train ``model`` with cross-entropy for ``epochs``; return a :class:`History` (00_setup onwards).
+
+    One progress bar over batches of all epochs, its postfix showing the running loss and the
+    last validation accuracy. ``progress=False`` for worker processes and tests.
+    """
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    device = get_device(None if device is None else str(device))
+    model.to(device)
+    opt = make_optimizer(model, optimizer, lr) if isinstance(optimizer, str) else optimizer
+    hist = History()
+    bar = tqdm(total=epochs * len(train_loader), desc=desc, disable=not progress, unit="batch", leave=True)
+    step = 0
+    for epoch in range(epochs):
+        model.train()
+        t0 = time.perf_counter()
+        total_loss, correct, n = 0.0, 0, 0
+        for x, y in train_loader:
+            x, y = x.to(device), y.to(device)
+            out = model(x)
+            loss = nn.functional.cross_entropy(out, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            step += 1
+            # .item() turns the 0-d tensor into a float, so no graph is kept alive (notebook 06)
+            total_loss += loss.item() * len(y)
+            correct += (out.argmax(1) == y).sum().item()
+            n += len(y)
+            bar.update()
+            bar.set_postfix(epoch=epoch + 1, loss=f"{total_loss / n:.3f}", refresh=False)
+        hist.epoch_seconds.append(time.perf_counter() - t0)
+        hist.train_loss.append(total_loss / n)
+        hist.train_acc.append(correct / n)
+        metrics = {"train/loss": hist.train_loss[-1], "train/acc": hist.train_acc[-1]}
+        if val_loader is not None:
+            v = evaluate(model, val_loader, device)
+            hist.val_loss.append(v["loss"])
+            hist.val_acc.append(v["acc"])
+            metrics.update({"val/loss": v["loss"], "val/acc": v["acc"]})
+            bar.set_postfix(epoch=epoch + 1, loss=f"{hist.train_loss[-1]:.3f}", val_acc=f"{v['acc']:.3f}")
+        if logger is not None:
+            logger.log(metrics, step=epoch + 1)
+    bar.close()
+    return hist

@@ -1,0 +1,65 @@
+"""Small utilities used by every notebook: seeding, timing, threads (all notebooks)."""
+from __future__ import annotations
+
+import os
+import random
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import numpy as np
+import torch
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python, NumPy and torch (CPU and every GPU) so that a notebook reruns the same.
+
+    Used by every notebook, first defined for 00_setup.
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}; e.g. seed_everything(0)")
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    os.environ["PYTHONHASHSEED"] = str(seed)
+
+
+class Timer:
+    """Wall-clock timer: ``with Timer() as t: ...`` then ``t.seconds`` (00_setup and after).
+
+    ``sync`` waits for a CUDA device before reading the clock, so GPU timings are honest.
+    """
+
+    def __init__(self, sync: torch.device | str | None = None) -> None:
+        self.sync = torch.device(sync) if sync is not None else None
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def _synchronize(self) -> None:
+        if self.sync is not None and self.sync.type == "cuda":
+            torch.cuda.synchronize(self.sync)
+
+    def __enter__(self) -> "Timer":
+        self._synchronize()
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._synchronize()
+        self.seconds = time.perf_counter() - self._start
+
+    def __repr__(self) -> str:
+        return f"Timer({self.seconds:.3f} s)"
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run a block with ``torch.set_num_threads(n)``, restoring the old value after (02, 03)."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"thread count must be an int >= 1, got {n!r}")
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)

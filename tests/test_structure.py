@@ -1,0 +1,55 @@
+"""Every notebook follows the course anatomy (COURSE.md): title, goals, setup cell, exercises, short cells."""
+import json
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+SETUP_CELL = (Path(__file__).resolve().parent / "setup_cell.txt").read_text().strip()
+MAX_LINES = 15
+
+
+def _cells(path):
+    return json.loads(path.read_text())["cells"]
+
+
+def _src(cell):
+    return "".join(cell["source"])
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks found in notebooks/"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_anatomy(path):
+    cells = _cells(path)
+    first = _src(cells[0])
+    assert cells[0]["cell_type"] == "markdown" and first.startswith("# "), "first cell must be the title"
+    assert "Learning goals" in first, "the first cell must list the learning goals"
+    code = [c for c in cells if c["cell_type"] == "code"]
+    assert _src(code[0]).strip() == SETUP_CELL, "the first code cell must be the common setup cell (tests/setup_cell.txt)"
+    md = "\n".join(_src(c) for c in cells if c["cell_type"] == "markdown")
+    assert "## Exercises" in md and "## Recap" in md
+    assert any("check(" in _src(c) for c in code), "exercises need at least one self-check"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_code_cells_are_short(path):
+    for i, c in enumerate(_cells(path)):
+        if c["cell_type"] != "code":
+            continue
+        n = len(_src(c).strip().splitlines())
+        why = [t for t in c.get("metadata", {}).get("tags", []) if t.startswith("long-cell:")]
+        assert n <= MAX_LINES or why, (f"{path.name} cell {i} has {n} lines (> {MAX_LINES}); move logic to helpers "
+                                       "or tag it 'long-cell:<reason>'")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_executed_without_errors(path):
+    code = [c for c in _cells(path) if c["cell_type"] == "code" and _src(c).strip()]
+    counts = [c["execution_count"] for c in code]
+    assert None not in counts, "commit notebooks executed: nbval skips cells without an execution count"
+    assert counts == list(range(1, len(code) + 1)), "run top to bottom in a fresh kernel before committing"
+    for c in code:
+        assert not any(o["output_type"] == "error" for o in c["outputs"]), "a stored error output"

@@ -1,0 +1,78 @@
+"""The training loop, models and self-checks (helpers.train, helpers.models, helpers.checks)."""
+import pytest
+import torch
+
+from helpers import DigitsCNN, MLP, build_model, check, count_parameters, evaluate, make_loaders, seed_everything, train
+
+
+def test_loss_goes_down_on_digits_in_a_few_epochs():
+    seed_everything(0)
+    loaders = make_loaders(64)
+    model = DigitsCNN()
+    before = evaluate(model, loaders["val"])
+    hist = train(model, loaders["train"], loaders["val"], epochs=3, lr=3e-3, progress=False)
+    assert hist.train_loss[-1] < hist.train_loss[0] * 0.5
+    assert hist.val_acc[-1] > 0.85 > before["acc"]
+
+
+def test_training_is_reproducible():
+    runs = []
+    for _ in range(2):
+        seed_everything(1)
+        loaders = make_loaders(64, seed=1)
+        runs.append(train(MLP(), loaders["train"], epochs=1, progress=False).train_loss)
+    assert runs[0] == runs[1]
+
+
+def test_parameter_counts():
+    counts = count_parameters(DigitsCNN())
+    assert counts["total"] == 16 * 9 + 16 + 32 * 16 * 9 + 32 + 512 * 64 + 64 + 64 * 10 + 10
+    assert counts["frozen"] == 0
+    for p in DigitsCNN().features.parameters():
+        p.requires_grad_(False)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"epochs": 0}, "epochs must be a positive int"),
+    ({"lr": -1.0}, "learning rate must be a positive number"),
+    ({"optimizer": "adamw2"}, "unknown optimizer"),
+    ({"device": "cuda:9"}, "does not exist here"),
+])
+def test_bad_training_arguments(kwargs, match):
+    loaders = make_loaders(64)
+    with pytest.raises(ValueError, match=match):
+        train(MLP(), loaders["train"], progress=False, **kwargs)
+
+
+def test_fully_frozen_model_is_refused():
+    model = MLP().requires_grad_(False)
+    with pytest.raises(ValueError, match="no trainable parameters"):
+        train(model, make_loaders(64)["train"], progress=False)
+
+
+def test_bad_model_arguments():
+    with pytest.raises(ValueError, match="unknown model"):
+        build_model("resnet")
+    with pytest.raises(ValueError, match="channels must be two positive ints"):
+        DigitsCNN(channels=(16,))
+
+
+def test_seed_must_be_non_negative_int():
+    with pytest.raises(ValueError, match="non-negative int"):
+        seed_everything(-1)
+
+
+def test_self_check_correct_wrong_and_missing(capsys):
+    from helpers.checks import verify
+    assert verify("00.train_size", 1257)[0] is True
+    ok, msg = verify("00.train_size", 1000)
+    assert not ok and "Hint" in msg and "1257" not in msg
+    ok, msg = verify("00.train_size", None)
+    assert not ok and "not answered yet" in msg
+    assert not verify("00.train_size", "many")[0]
+    assert verify("00.params_hidden128", count_parameters(DigitsCNN(hidden=128))["total"])[0]
+    assert verify("01.bubble_p4_m6", 3 / 9)[0] and not verify("01.bubble_p4_m6", 0.5)[0]
+    check("00.train_size", 1257)
+    assert "correct" in capsys.readouterr().out
+    with pytest.raises(KeyError, match="no exercise called"):
+        check("99.nothing", 1)
