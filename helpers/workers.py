@@ -1,0 +1,47 @@
+"""Small worker functions for launched processes: demonstrations and failure drills (03, tests).
+
+Spawned processes import the function they run, so workers live in a module like this one.
+Each is called as ``fn(rank, world_size, *args)`` by :func:`helpers.launch.launch`.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def whoami(rank: int, world_size: int) -> dict:
+    """Rank, world size, backend and process id of each rank (03)."""
+    return {"rank": rank, "world_size": world_size, "backend": dist.get_backend(), "pid": os.getpid(),
+            "threads": torch.get_num_threads()}
+
+
+def all_reduce_sum(rank: int, world_size: int) -> float:
+    """Each rank contributes rank+1; all_reduce sums them: every rank returns n(n+1)/2 (03)."""
+    t = torch.tensor([float(rank + 1)])
+    dist.all_reduce(t)
+    return t.item()
+
+
+def fail_on_rank(rank: int, world_size: int, bad_rank: int = 1) -> int:
+    """Rank ``bad_rank`` raises; the others wait in a collective that will never complete (failure drill)."""
+    if rank == bad_rank:
+        raise ValueError(f"rank {rank} hit a bug on purpose")
+    dist.barrier()
+    return rank
+
+
+def hang_on_rank(rank: int, world_size: int, bad_rank: int = 1) -> int:
+    """Rank ``bad_rank`` sleeps forever (a hung rank); the launcher's timeout must end it (failure drill)."""
+    if rank == bad_rank:
+        while True:
+            time.sleep(1)
+    return rank
+
+
+def print_and_return(rank: int, world_size: int, message: str = "hello") -> str:
+    """Print from every rank (relayed to the notebook) and return the message with the rank."""
+    print(f"rank {rank}: {message}", flush=True)
+    return f"{message} from {rank}"

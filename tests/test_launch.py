@@ -1,0 +1,104 @@
+"""The notebook launcher (helpers.launch): results back, failures fast, hangs ended, no port collisions."""
+import threading
+import time
+
+import psutil
+import pytest
+
+from helpers import launch as L
+from helpers import workers
+
+
+def _children():
+    """Launched ranks still alive (multiprocessing's shared resource tracker is not a rank)."""
+    alive = []
+    for c in psutil.Process().children(recursive=True):
+        try:
+            if c.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(c.cmdline()):
+                alive.append(c)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def test_results_come_back_by_rank():
+    out = L.launch(workers.all_reduce_sum, nprocs=3, verbose=False, timeout=60)
+    assert out == [6.0, 6.0, 6.0]
+    who = L.launch(workers.whoami, nprocs=2, verbose=False, timeout=60)
+    assert [w["rank"] for w in who] == [0, 1] and who[0]["backend"] == "gloo" and who[0]["threads"] == 1
+    assert not _children()
+
+
+def test_a_rank_that_raises_fails_fast_with_its_traceback():
+    t0 = time.monotonic()
+    with pytest.raises(L.LaunchError) as e:
+        L.launch(workers.fail_on_rank, nprocs=2, args=(1,), verbose=False, timeout=60)
+    assert time.monotonic() - t0 < 30
+    assert e.value.rank == 1 and "rank 1 hit a bug on purpose" in str(e.value) and "Traceback" in str(e.value)
+    assert not _children()
+
+
+def test_a_hung_rank_is_ended_by_the_timeout():
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not finish within 8 s"):
+        L.launch(workers.hang_on_rank, nprocs=2, args=(1,), verbose=False, timeout=8)
+    assert time.monotonic() - t0 < 20
+    assert not _children()
+
+
+def test_two_launches_at_once_do_not_collide():
+    results, errors = [], []
+
+    def run():
+        try:
+            results.append(L.launch(workers.all_reduce_sum, nprocs=2, verbose=False, timeout=60))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and results == [[3.0, 3.0], [3.0, 3.0]]
+
+
+def test_output_of_ranks_is_relayed(capfd):
+    out = L.launch(workers.print_and_return, nprocs=2, args=("hi",), verbose=False, timeout=60)
+    assert out == ["hi from 0", "hi from 1"]
+    printed = capfd.readouterr().out
+    assert "rank 0: hi" in printed and "rank 1: hi" in printed
+
+
+def test_nccl_without_gpus_says_what_to_do(monkeypatch):
+    monkeypatch.setattr(L, "gpu_count", lambda: 0)
+    with pytest.raises(RuntimeError, match="needs NVIDIA GPUs.*backend='gloo'"):
+        L.launch(workers.whoami, nprocs=2, backend="nccl")
+
+
+def test_more_gpu_processes_than_gpus(monkeypatch):
+    monkeypatch.setattr(L, "gpu_count", lambda: 1)
+    with pytest.raises(RuntimeError, match="one GPU per process"):
+        L.choose_backend(2, "nccl")
+    assert L.choose_backend(2) == "gloo"
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    ({"backend": "mpi2"}, ValueError, "unknown backend"),
+    ({"nprocs": 0}, ValueError, "nprocs must be a positive int"),
+    ({"threads": 0}, ValueError, "threads must be a positive int"),
+    ({"timeout": -1}, ValueError, "timeout must be a positive number"),
+])
+def test_bad_launch_arguments(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        L.launch(workers.whoami, **kwargs)
+
+
+def test_function_from_a_notebook_cell_is_refused_with_the_fix():
+    def local_worker(rank, world_size):
+        return rank
+
+    with pytest.raises(ValueError, match="%%writefile"):
+        L.launch(local_worker)
+    with pytest.raises(TypeError, match="needs a function"):
+        L.launch("whoami")
