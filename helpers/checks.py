@@ -37,6 +37,11 @@ EXERCISES: dict[str, Exercise] = {
         lambda: sum(p.numel() for p in __import__("helpers.models", fromlist=["DigitsCNN"]).DigitsCNN(hidden=128).parameters()),
         "Build DigitsCNN(hidden=128) and count with count_parameters(); or by hand: "
         "conv1 1·16·9+16, conv2 16·32·9+32, linear 512·h+h, head h·10+10."),
+    # 03_ddp
+    "03.rank3_n10_k4": Exercise(lambda: 3, "DistributedSampler pads the dataset to a multiple of the number of ranks, "
+                                "then deals the indices out like cards."),
+    "03.padding_n10_k4": Exercise(lambda: 2, "Round 10 up to the next multiple of 4; how many indices are repeated?"),
+    "03.allreduce_8": Exercise(lambda: 36, "Each rank contributes rank + 1; all_reduce adds them all: 1 + 2 + … + 8."),
     # 01_model_parallel
     "01.bubble_p4_m6": Exercise(lambda: _bubble(4, 6), "The bubble fraction is (p − 1) / (m + p − 1).", abs_tol=1e-3),
 }

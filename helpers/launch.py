@@ -133,6 +133,7 @@ def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int,
 
 def _end(procs: list) -> None:
     """Terminate, then kill, every process still alive; reap them all."""
+    procs = [p for p in procs if p.pid is not None]  # started ones only
     for p in procs:
         if p.is_alive():
             p.terminate()

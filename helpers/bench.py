@@ -1,0 +1,44 @@
+"""Benchmarks behind the README's results table: ``python -m helpers.bench NAME`` prints one JSON object.
+
+Names: ``ddp`` (03). Each benchmark runs the same helpers the notebook runs, on this machine, and
+labels its result with the hardware.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .device import hardware_label
+
+
+def bench_ddp(global_batch: int = 1024, seconds: float = 2.0) -> dict:
+    """1 vs 2 single-threaded DDP processes at the same global batch, plus the equivalence error (03)."""
+    from .ddp import run_ddp_equivalence_check, run_throughput
+    from .launch import choose_backend
+
+    rows = run_throughput(nprocs_list=(1, 2), batches=(global_batch,), seconds=seconds)
+    eq = run_ddp_equivalence_check(nprocs=2, batch=64)
+    t1 = next(r for r in rows if r["processes"] == 1)
+    t2 = next(r for r in rows if r["processes"] == 2)
+    return {"backend": choose_backend(2), "device": hardware_label("cpu" if choose_backend(2) == "gloo" else "cuda:0",
+                                                                  threads=1),
+            "model": "DigitsCNN", "global_batch": global_batch, "throughput_1": round(t1["samples_per_s"], 1),
+            "throughput_2": round(t2["samples_per_s"], 1), "speedup": round(t2["samples_per_s"] / t1["samples_per_s"], 3),
+            "max_abs_diff": eq["max_abs_diff"], "allreduce_bytes_per_step": t2["allreduce_bytes_per_step"]}
+
+
+BENCHES = {"ddp": bench_ddp}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("name", choices=sorted(BENCHES), help="which benchmark to run")
+    args = parser.parse_args(argv)
+    result = BENCHES[args.name]()
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":  # the guard matters: spawned ranks import this module as __mp_main__
+    sys.exit(main())

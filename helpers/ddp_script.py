@@ -1,0 +1,44 @@
+"""The course's DDP training as a script for torchrun (03_ddp).
+
+    torchrun --standalone --nproc_per_node 2 -m helpers.ddp_script --epochs 3
+
+torchrun starts the processes and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
+MASTER_PORT; the script only reads them (``init_method="env://"``). Rank 0 alone prints.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+
+from .ddp import train_worker
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=64, help="global batch, split over the ranks")
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--checkpoint", default="ddp_torchrun.pt")
+    args = parser.parse_args(argv)
+    backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= int(os.environ["LOCAL_WORLD_SIZE"]) else "gloo"
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    dist.init_process_group(backend, init_method="env://")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if rank == 0:
+        print(f"torchrun started {world} processes; backend {backend}; "
+              f"MASTER_ADDR={os.environ['MASTER_ADDR']} (rank 0 speaking)")
+    try:
+        res = train_worker(rank, world, args.epochs, args.batch_size, args.lr, args.checkpoint)
+        accs = [None] * world
+        dist.all_gather_object(accs, res["val_acc"])
+        if rank == 0:
+            print(f"validation accuracy on every rank: {[round(a, 3) for a in accs]}")
+    finally:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

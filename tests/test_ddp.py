@@ -1,0 +1,39 @@
+"""DDP helpers (helpers.ddp): the sampler table, the equivalence check, torchrun commands."""
+import pytest
+
+from helpers import ddp
+
+
+def test_sampler_pads_and_deals():
+    parts = ddp.sampler_indices(10, 4)
+    assert parts == [[0, 4, 8], [1, 5, 9], [2, 6, 0], [3, 7, 1]]
+    assert ddp.sampler_indices(10, 4, drop_last=True) == [[0, 4], [1, 5], [2, 6], [3, 7]]
+
+
+def test_set_epoch_changes_the_shuffle_and_is_reproducible():
+    a, b = ddp.sampler_indices(20, 2, shuffle=True, epoch=0), ddp.sampler_indices(20, 2, shuffle=True, epoch=1)
+    assert a != b and a == ddp.sampler_indices(20, 2, shuffle=True, epoch=0)
+    assert sorted(sum(a, [])) == list(range(20))
+
+
+def test_ddp_step_equals_single_process_step():
+    res = ddp.run_ddp_equivalence_check(nprocs=2, batch=32, timeout=60)
+    assert res["max_abs_diff"] < 1e-6 and res["ranks_agree"]
+
+
+def test_equivalence_needs_an_even_split():
+    with pytest.raises(ValueError, match="divide evenly"):
+        ddp.run_ddp_equivalence_check(nprocs=3, batch=64)
+
+
+def test_multi_node_command_needs_an_endpoint():
+    with pytest.raises(ValueError, match="rendezvous endpoint"):
+        ddp.torchrun_command(nproc=2, nnodes=2)
+    cmd = ddp.torchrun_command(nproc=2, nnodes=2, node_rank=1, endpoint="10.0.0.1:29500")
+    assert "--node_rank=1" in cmd and "--rdzv_endpoint=10.0.0.1:29500" in cmd
+    assert "--standalone" in ddp.torchrun_command(2)
+
+
+def test_sampler_bad_input():
+    with pytest.raises(ValueError, match="world_size >= 1"):
+        ddp.sampler_indices(10, 0)
