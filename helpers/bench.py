@@ -1,6 +1,6 @@
 """Benchmarks behind the README's results table: ``python -m helpers.bench NAME`` prints one JSON object.
 
-Names: ``ddp`` (03). Each benchmark runs the same helpers the notebook runs, on this machine, and
+Names: ``pipeline`` (01), ``ddp`` (03). Each benchmark runs the same helpers the notebook runs, on this machine, and
 labels its result with the hardware.
 """
 from __future__ import annotations
@@ -28,7 +28,25 @@ def bench_ddp(global_batch: int = 1024, seconds: float = 2.0) -> dict:
             "max_abs_diff": eq["max_abs_diff"], "allreduce_bytes_per_step": t2["allreduce_bytes_per_step"]}
 
 
-BENCHES = {"ddp": bench_ddp}
+def bench_pipeline(batch: int = 2048, width: int = 512, depth: int = 4) -> dict:
+    """Hand-written 2-stage GPipe for m = 1, 2, 4, 8 against the bound, plus the library schedules (01)."""
+    from .launch import choose_backend
+    from .pipeline import run_gpipe, run_library
+
+    rows = run_gpipe(ms=(1, 2, 4, 8), batch=batch, width=width, depth=depth)
+    lib = run_library(ms=(1, 2, 4, 8), batch=batch, width=width, depth=depth)
+    backend = choose_backend(2)
+    keep = ("microbatches", "microbatch_rows", "step_s", "speedup", "ideal_speedup", "efficiency")
+    return {"device": hardware_label("cpu" if backend == "gloo" else "cuda:0", processes=2, threads=1),
+            "backend": backend, "processes": 2, "batch": batch, "width": width, "depth_per_stage": depth,
+            "results": [{k: round(r[k], 4) if isinstance(r[k], float) else r[k] for k in keep} for r in rows],
+            "library": [{"schedule": r["schedule"], "microbatches": r["microbatches"], "step_s": round(r["step_s"], 4),
+                         "speedup": round(r["speedup"], 3), "efficiency": round(r["efficiency"], 3),
+                         "peak_live_microbatches": r["peak_live"], "grad_max_abs_diff": r["grad_max_abs_diff"]}
+                        for r in lib]}
+
+
+BENCHES = {"ddp": bench_ddp, "pipeline": bench_pipeline}
 
 
 def main(argv: list[str] | None = None) -> int:

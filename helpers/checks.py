@@ -44,6 +44,10 @@ EXERCISES: dict[str, Exercise] = {
     "03.allreduce_8": Exercise(lambda: 36, "Each rank contributes rank + 1; all_reduce adds them all: 1 + 2 + … + 8."),
     # 01_model_parallel
     "01.bubble_p4_m6": Exercise(lambda: _bubble(4, 6), "The bubble fraction is (p − 1) / (m + p − 1).", abs_tol=1e-3),
+    "01.ideal_p2_m8": Exercise(lambda: 2 * 8 / (8 + 2 - 1), "Ideal speedup over the naive split: p·m / (m + p − 1).",
+                               abs_tol=1e-2),
+    "01.peak_1f1b_p4": Exercise(lambda: 4, "Under 1F1B, the first stage starts backwards as soon as the pipeline is "
+                                "full: how many micro-batches are in flight then?"),
 }
 
 

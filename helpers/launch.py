@@ -77,7 +77,8 @@ def check_importable(fn: Callable) -> None:
         raise TypeError(f"launch() needs a function to run, got {type(fn).__name__}")
     module = getattr(fn, "__module__", None)
     qualname = getattr(fn, "__qualname__", "")
-    if module == "__main__" or "<locals>" in qualname or "<lambda>" in qualname:
+    interactive_main = module == "__main__" and not hasattr(sys.modules.get("__main__"), "__file__")
+    if interactive_main or "<locals>" in qualname or "<lambda>" in qualname:
         raise ValueError(
             f"{qualname or fn!r} is defined in a notebook cell (module __main__) or inside another function, so a "
             "spawned process cannot import it (it would fail with \"Can't get attribute ... on <module '__main__'\"). "

@@ -45,3 +45,15 @@ def print_and_return(rank: int, world_size: int, message: str = "hello") -> str:
     """Print from every rank (relayed to the notebook) and return the message with the rank."""
     print(f"rank {rank}: {message}", flush=True)
     return f"{message} from {rank}"
+
+
+def failing_stage(rank: int, world_size: int) -> int:
+    """A 2-stage pipeline whose second stage raises after its first receive, while stage 0 waits (01 drill)."""
+    buf = torch.zeros(1024)
+    if rank == 0:
+        dist.send(buf, 1)
+        dist.recv(buf, 1)  # never answered: stage 1 has crashed
+    else:
+        dist.recv(buf, 0)
+        raise RuntimeError("stage 1 crashed in its forward")
+    return rank
