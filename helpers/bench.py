@@ -1,6 +1,6 @@
 """Benchmarks behind the README's results table: ``python -m helpers.bench NAME`` prints one JSON object.
 
-Names: ``pipeline`` (01), ``ddp`` (03). Each benchmark runs the same helpers the notebook runs, on this machine, and
+Names: ``pipeline`` (01), ``ddp`` (03), ``memory`` (06). Each benchmark runs the same helpers the notebook runs, on this machine, and
 labels its result with the hardware.
 """
 from __future__ import annotations
@@ -46,7 +46,20 @@ def bench_pipeline(batch: int = 2048, width: int = 512, depth: int = 4) -> dict:
                         for r in lib]}
 
 
-BENCHES = {"ddp": bench_ddp, "pipeline": bench_pipeline}
+def bench_memory(blocks: int = 16) -> dict:
+    """The leak's bytes per iteration (bug, fix) and the saved bytes of each remedy (06)."""
+    from .memory import leak_curve, remedies
+
+    bug, fix = leak_curve(False), leak_curve(True)
+    rem = remedies(blocks=blocks)
+    return {"device": hardware_label("cpu"), "measured_with": "SavedTensorTracker (saved_tensors_hooks)",
+            "leak_bytes_per_iter": {"bug": bug["bytes_per_iter"], "fix": fix["bytes_per_iter"]},
+            "saved_activation_bytes": {k: rem[k] for k in ("plain", "no_grad", "inference_mode", "autocast", "checkpoint")},
+            "checkpoint_blocks": rem["checkpoint_blocks"], "checkpoint_segments": rem["checkpoint_segments"],
+            "checkpoint_expected_bytes": rem["checkpoint_expected"], "autocast_dtype": rem["autocast_dtype"]}
+
+
+BENCHES = {"ddp": bench_ddp, "pipeline": bench_pipeline, "memory": bench_memory}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,6 +42,14 @@ EXERCISES: dict[str, Exercise] = {
                                 "then deals the indices out like cards."),
     "03.padding_n10_k4": Exercise(lambda: 2, "Round 10 up to the next multiple of 4; how many indices are repeated?"),
     "03.allreduce_8": Exercise(lambda: 36, "Each rank contributes rank + 1; all_reduce adds them all: 1 + 2 + … + 8."),
+    # 06_oom_troubleshooting
+    "06.leak_batch128": Exercise(
+        lambda: __import__("helpers.memory", fromlist=["leak_curve"]).leak_curve(False, iterations=3, batch=128)["bytes_per_iter"],
+        "Which tensors does each iteration save? The input, both ReLU outputs, the log-softmax, the targets "
+        "(and one scalar): most of them grow with the batch."),
+    "06.checkpoint_n64": Exercise(lambda: 16, "With s = √n segments you keep s segment inputs plus the last segment's "
+                                  "n/s block outputs."),
+    "06.fp16_bytes": Exercise(lambda: 2_000_000, "A float16 number takes 2 bytes."),
     # 01_model_parallel
     "01.bubble_p4_m6": Exercise(lambda: _bubble(4, 6), "The bubble fraction is (p − 1) / (m + p − 1).", abs_tol=1e-3),
     "01.ideal_p2_m8": Exercise(lambda: 2 * 8 / (8 + 2 - 1), "Ideal speedup over the naive split: p·m / (m + p − 1).",
