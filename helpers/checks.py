@@ -42,6 +42,10 @@ EXERCISES: dict[str, Exercise] = {
                                 "then deals the indices out like cards."),
     "03.padding_n10_k4": Exercise(lambda: 2, "Round 10 up to the next multiple of 4; how many indices are repeated?"),
     "03.allreduce_8": Exercise(lambda: 36, "Each rank contributes rank + 1; all_reduce adds them all: 1 + 2 + … + 8."),
+    # 05_monitoring
+    "05.scalar_points": Exercise(lambda: 3, "One add_scalar call per epoch, for how many epochs?"),
+    "05.add_scalars_runs": Exercise(lambda: 2, "add_scalars writes one sub-run per key of its dictionary."),
+    "05.profiler_steps": Exercise(lambda: 4, "schedule(wait, warmup, active): only the active steps are recorded."),
     # 06_oom_troubleshooting
     "06.leak_batch128": Exercise(
         lambda: __import__("helpers.memory", fromlist=["leak_curve"]).leak_curve(False, iterations=3, batch=128)["bytes_per_iter"],

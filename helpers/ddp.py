@@ -104,8 +104,14 @@ def run_ddp_equivalence_check(nprocs: int = 2, batch: int = 64, lr: float = 0.5,
 
 # --- training for real ------------------------------------------------------------------------------
 
-def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: float, ckpt: str) -> dict:
-    """The course CNN on the digits with DDP; rank 0 draws the bar, saves and reloads the checkpoint (03)."""
+def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: float, ckpt: str,
+                 log_dir: str | None = None) -> dict:
+    """The course CNN on the digits with DDP; rank 0 draws the bar, saves and reloads the checkpoint (03).
+
+    With ``log_dir``, rank 0 logs each epoch's loss to TensorBoard through ``helpers.monitor.Monitor``
+    (the other ranks' monitors do nothing) (05).
+    """
+    from .monitor import Monitor
     backend = dist.get_backend()
     device = rank_device(rank, backend)
     seed_everything(0)
@@ -117,6 +123,7 @@ def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: f
     model = DDP(DigitsCNN().to(device), device_ids=[rank] if device.type == "cuda" else None)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     bar = tqdm(total=epochs * len(loader), desc=f"DDP × {world_size}", disable=rank != 0, mininterval=0.5)
+    monitor = Monitor(log_dir, rank=rank, wandb=False) if log_dir else None
     for epoch in range(epochs):
         sampler.set_epoch(epoch)  # a different shuffle every epoch, the same on every rank
         for x, y in loader:
@@ -127,7 +134,11 @@ def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: f
             opt.step()
             bar.update()
         bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.3f}")
+        if monitor is not None:
+            monitor.log({"train/loss": loss.item()}, step=epoch + 1)
     bar.close()
+    if monitor is not None:
+        monitor.close()
     if rank == 0:
         torch.save(model.module.state_dict(), ckpt)  # save the plain module, not the DDP wrapper
     dist.barrier()  # nobody reads the checkpoint before rank 0 has written it

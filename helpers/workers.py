@@ -57,3 +57,14 @@ def failing_stage(rank: int, world_size: int) -> int:
         dist.recv(buf, 0)
         raise RuntimeError("stage 1 crashed in its forward")
     return rank
+
+
+def bars_worker(rank: int, world_size: int, steps: int = 20) -> bool:
+    """Each rank loops with a tqdm bar that only rank 0 draws; returns whether this rank drew (05)."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(range(steps), desc=f"rank {rank}", disable=rank != 0)
+    drew = not bar.disable  # read it now: close() sets disable
+    for _ in bar:
+        time.sleep(0.01)
+    return drew
