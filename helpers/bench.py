@@ -1,6 +1,6 @@
 """Benchmarks behind the README's results table: ``python -m helpers.bench NAME`` prints one JSON object.
 
-Names: ``pipeline`` (01), ``ddp`` (03), ``memory`` (06). Each benchmark runs the same helpers the notebook runs, on this machine, and
+Names: ``pipeline`` (01), ``data_parallel`` (02), ``ddp`` (03), ``memory`` (06). Each benchmark runs the same helpers the notebook runs, on this machine, and
 labels its result with the hardware.
 """
 from __future__ import annotations
@@ -59,7 +59,25 @@ def bench_memory(blocks: int = 16) -> dict:
             "checkpoint_expected_bytes": rem["checkpoint_expected"], "autocast_dtype": rem["autocast_dtype"]}
 
 
-BENCHES = {"ddp": bench_ddp, "pipeline": bench_pipeline, "memory": bench_memory}
+def bench_data_parallel(batch: int = 256) -> dict:
+    """DataParallel's four steps timed, the output device's byte share, threads vs processes (02)."""
+    from .data_parallel import run_four_steps, thread_variants, time_four_steps
+    from .ddp import run_throughput
+
+    steps = time_four_steps(batch=batch)
+    share = run_four_steps(batch=batch)["output_device_share"]
+    threads = thread_variants(batch=batch, seconds=2.0)
+    procs = run_throughput(nprocs_list=(1, 2), batches=(batch,), seconds=2.0)
+    return {"device": hardware_label("cpu", threads=1), "path": steps["path"], "global_batch": batch,
+            "step_seconds": {k: round(v, 6) for k, v in steps["step_seconds"].items()},
+            "output_device_byte_share": round(share, 4),
+            "throughput": {"single": round(threads["single"], 1),
+                           "threads_forward_only": round(threads["threads_forward_only"], 1),
+                           "threads": round(threads["threads_forward_backward"], 1),
+                           "processes": round(next(r["samples_per_s"] for r in procs if r["processes"] == 2), 1)}}
+
+
+BENCHES = {"data_parallel": bench_data_parallel, "ddp": bench_ddp, "pipeline": bench_pipeline, "memory": bench_memory}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,10 @@ EXERCISES: dict[str, Exercise] = {
         lambda: sum(p.numel() for p in __import__("helpers.models", fromlist=["DigitsCNN"]).DigitsCNN(hidden=128).parameters()),
         "Build DigitsCNN(hidden=128) and count with count_parameters(); or by hand: "
         "conv1 1·16·9+16, conv2 16·32·9+32, linear 512·h+h, head h·10+10."),
+    # 02_data_parallel
+    "02.chunks_10_on_4": Exercise(lambda: [3, 3, 3, 1], "scatter uses torch.chunk: ceil(10 / 4) rows per chunk, "
+                                  "the last one gets what is left.", ),
+    "02.gathered_bytes": Exercise(lambda: 1024 * 50_000 * 4, "Gathered logits: batch × classes × 4 bytes (float32)."),
     # 03_ddp
     "03.rank3_n10_k4": Exercise(lambda: 3, "DistributedSampler pads the dataset to a multiple of the number of ranks, "
                                 "then deals the indices out like cards."),
