@@ -1,6 +1,6 @@
 """Benchmarks behind the README's results table: ``python -m helpers.bench NAME`` prints one JSON object.
 
-Names: ``pipeline`` (01), ``data_parallel`` (02), ``ddp`` (03), ``memory`` (06). Each benchmark runs the same helpers the notebook runs, on this machine, and
+Names: ``pipeline`` (01), ``data_parallel`` (02), ``ddp`` (03), ``tuning`` (04), ``memory`` (06). Each benchmark runs the same helpers the notebook runs, on this machine, and
 labels its result with the hardware.
 """
 from __future__ import annotations
@@ -77,7 +77,34 @@ def bench_data_parallel(batch: int = 256) -> dict:
                            "processes": round(next(r["samples_per_s"] for r in procs if r["processes"] == 2), 1)}}
 
 
-BENCHES = {"data_parallel": bench_data_parallel, "ddp": bench_ddp, "pipeline": bench_pipeline, "memory": bench_memory}
+def bench_tuning(trials: int = 24, max_t: int = 16, rf: int = 4) -> dict:
+    """ASHA vs every trial to the end on the same configurations, and each searcher on the same budget (04)."""
+    import tempfile
+
+    from .tuning import init_ray, run_tuner, shutdown_ray
+
+    init_ray()
+    try:
+        with tempfile.TemporaryDirectory() as store:
+            asha = run_tuner("asha", trials, max_t, reduction_factor=rf, storage=store, verbose=0)
+            full = run_tuner("full", trials, max_t, scheduler="fifo", storage=store, verbose=0)
+            searchers = {name: run_tuner(name, trials, max_t, reduction_factor=rf, searcher=name,
+                                         scheduler="bohb" if name == "bohb" else "asha", storage=store, verbose=0)
+                         for name in ("hyperopt", "optuna", "bohb")}
+    finally:
+        shutdown_ray()
+
+    def short(r: dict) -> dict:
+        return {"epochs": r["epochs"], "best_accuracy": round(r["best_accuracy"], 4), "best_config": r["best_config"],
+                "seconds": round(r["seconds"], 1)}
+
+    return {"device": hardware_label("cpu"), "trials": trials, "max_t": max_t, "reduction_factor": rf,
+            "asha": short(asha), "full": short(full), "asha_epoch_share": round(asha["epochs"] / full["epochs"], 3),
+            "searchers": {k: short(v) for k, v in searchers.items()}}
+
+
+BENCHES = {"pipeline": bench_pipeline, "data_parallel": bench_data_parallel, "ddp": bench_ddp, "tuning": bench_tuning,
+           "memory": bench_memory}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,6 +46,11 @@ EXERCISES: dict[str, Exercise] = {
                                 "then deals the indices out like cards."),
     "03.padding_n10_k4": Exercise(lambda: 2, "Round 10 up to the next multiple of 4; how many indices are repeated?"),
     "03.allreduce_8": Exercise(lambda: 36, "Each rank contributes rank + 1; all_reduce adds them all: 1 + 2 + … + 8."),
+    # 04_hyperparameter_tuning
+    "04.rungs_rf2": Exercise(lambda: [1, 2, 4, 8, 16], "Rungs are grace_period · rf^k up to max_t, then max_t: "
+                             "1, then ×2 each time."),
+    "04.grid_distinct": Exercise(lambda: 4, "A 4×4 grid has 16 points: how many different values of the first parameter?"),
+    "04.full_epochs": Exercise(lambda: 192, "Every one of the 12 trials runs to max_t = 16."),
     # 05_monitoring
     "05.scalar_points": Exercise(lambda: 3, "One add_scalar call per epoch, for how many epochs?"),
     "05.add_scalars_runs": Exercise(lambda: 2, "add_scalars writes one sub-run per key of its dictionary."),
