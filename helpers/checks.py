@@ -63,6 +63,12 @@ EXERCISES: dict[str, Exercise] = {
     "06.checkpoint_n64": Exercise(lambda: 16, "With s = √n segments you keep s segment inputs plus the last segment's "
                                   "n/s block outputs."),
     "06.fp16_bytes": Exercise(lambda: 2_000_000, "A float16 number takes 2 bytes."),
+    # 07_transfer_learning
+    "07.head_params": Exercise(lambda: 64 * 5 + 5, "A new nn.Linear(64, 5): weights plus biases."),
+    "07.frozen_params": Exercise(lambda: 512 * 64 + 64 + 64 * 5 + 5, "Linear(512, 64) and Linear(64, 5), weights and "
+                                 "biases: the convolutions are frozen."),
+    "07.frozen_tensors": Exercise(lambda: 4, "Which tensors do the two frozen convolutions have? Each has a weight "
+                                  "and a bias."),
     # 01_model_parallel
     "01.bubble_p4_m6": Exercise(lambda: _bubble(4, 6), "The bubble fraction is (p − 1) / (m + p − 1).", abs_tol=1e-3),
     "01.ideal_p2_m8": Exercise(lambda: 2 * 8 / (8 + 2 - 1), "Ideal speedup over the naive split: p·m / (m + p − 1).",
