@@ -1,13 +1,17 @@
 """Benchmarks behind the README's results table: ``python -m helpers.bench NAME`` prints one JSON object.
 
-Names: ``pipeline`` (01), ``data_parallel`` (02), ``ddp`` (03), ``tuning`` (04), ``memory`` (06). Each benchmark runs the same helpers the notebook runs, on this machine, and
-labels its result with the hardware.
+Names: ``pipeline`` (01), ``data_parallel`` (02), ``ddp`` (03), ``tuning`` (04), ``memory`` (06), and
+``all``, which runs every benchmark, times every notebook and rewrites the results table in
+README.md. Each benchmark runs the same helpers the notebook runs, on this machine, and labels
+its result with the hardware.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import time
+from pathlib import Path
 
 from .device import hardware_label
 
@@ -107,11 +111,111 @@ BENCHES = {"pipeline": bench_pipeline, "data_parallel": bench_data_parallel, "dd
            "memory": bench_memory}
 
 
+NOTEBOOK_LIMITS = {"04_hyperparameter_tuning": 180}  # seconds; every other notebook: 90
+
+
+def time_notebooks(folder: str | Path = "notebooks") -> dict[str, float]:
+    """Execute each notebook top to bottom in a fresh kernel (as nbval does) and time it."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    times = {}
+    for path in sorted(Path(folder).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+        t0 = time.perf_counter()
+        client.execute()
+        times[path.stem] = time.perf_counter() - t0
+        print(f"{path.stem}: {times[path.stem]:.0f} s", file=sys.stderr)
+    return times
+
+
+def _figures(name: str, r: dict) -> str:
+    """The key figures of one notebook, as one table cell, from its benchmark's JSON."""
+    if name == "01_model_parallel" and "pipeline" in r:
+        p = r["pipeline"]
+        m8 = next(x for x in p["results"] if x["microbatches"] == 8)
+        lib = max((x for x in p["library"] if x["microbatches"] > 1), key=lambda x: x["efficiency"])
+        return (f"batch {p['batch']}, 2 stages × {p['depth_per_stage']} layers of width {p['width']}: hand-written GPipe "
+                f"m = 8 ({m8['microbatch_rows']}-row micro-batches) {m8['speedup']:.2f}× over naive = "
+                f"{m8['efficiency']:.2f} of the ideal {m8['ideal_speedup']:.2f}×; pipelining best {lib['schedule']} "
+                f"m = {lib['microbatches']}: {lib['speedup']:.2f}× ({lib['efficiency']:.2f} of ideal)")
+    if name == "02_data_parallel" and "data_parallel" in r:
+        d = r["data_parallel"]
+        t, s = d["throughput"], d["step_seconds"]
+        return (f"batch {d['global_batch']}: apply {1e3 * s['apply']:.1f} ms, backward {1e3 * s['backward']:.1f} ms, "
+                f"scatter+replicate+gather {1e3 * (s['scatter'] + s['replicate'] + s['gather']):.2f} ms per step; output "
+                f"device {d['output_device_byte_share']:.1%} of the bytes; vs 1 thread: forward-only threads "
+                f"{t['threads_forward_only'] / t['single']:.2f}×, forward+backward threads {t['threads'] / t['single']:.2f}×, "
+                f"2 processes {t['processes'] / t['single']:.2f}×")
+    if name == "03_ddp" and "ddp" in r:
+        d = r["ddp"]
+        return (f"DigitsCNN, global batch {d['global_batch']}, {d['backend']}: 2 vs 1 single-threaded processes "
+                f"{d['speedup']:.2f}× ({d['throughput_1']:.0f} → {d['throughput_2']:.0f} samples/s); DDP step = "
+                f"single-process step to {d['max_abs_diff']:.0e}")
+    if name == "04_hyperparameter_tuning" and "tuning" in r:
+        t = r["tuning"]
+        s = t["searchers"]
+        return (f"{t['trials']} trials, max_t {t['max_t']}, rf {t['reduction_factor']}: ASHA {t['asha']['epochs']} epochs = "
+                f"{t['asha_epoch_share']:.0%} of full runs ({t['full']['epochs']}), best accuracy "
+                f"{t['asha']['best_accuracy']:.3f} vs {t['full']['best_accuracy']:.3f}; HyperOpt "
+                f"{s['hyperopt']['best_accuracy']:.3f}, Optuna {s['optuna']['best_accuracy']:.3f}, BOHB "
+                f"{s['bohb']['best_accuracy']:.3f}")
+    if name == "06_oom_troubleshooting" and "memory" in r:
+        m = r["memory"]
+        b = m["saved_activation_bytes"]
+        return (f"leak {m['leak_bytes_per_iter']['bug']:,} B/iteration, fix {m['leak_bytes_per_iter']['fix']} B; one forward "
+                f"of {m['checkpoint_blocks']} blocks keeps {b['plain'] / 1e6:.1f} MB plain, {b['no_grad']} under no_grad, "
+                f"{b['autocast'] / b['plain']:.0%} under {m['autocast_dtype']} autocast, {b['checkpoint'] / b['plain']:.0%} "
+                f"with {m['checkpoint_segments']} checkpoint segments")
+    return "see the notebook's asserts"
+
+
+def results_table(results: dict, times: dict[str, float]) -> str:
+    """The README's results table (markdown), with the hardware it ran on."""
+    import platform
+
+    import torch
+
+    lines = [f"Measured by `python -m helpers.bench all` on {hardware_label('cpu')}, "
+             f"{'no GPU' if not torch.cuda.is_available() else torch.cuda.get_device_name(0)}, Python "
+             f"{platform.python_version()}, torch {torch.__version__.split('+')[0]}, {time.strftime('%Y-%m-%d')}. Run time: "
+             "each notebook executed top to bottom in a fresh kernel.", "",
+             "| notebook | run time | limit | key figures |", "|---|---|---|---|"]
+    for name, sec in times.items():
+        lines.append(f"| {name} | {sec:.0f} s | {NOTEBOOK_LIMITS.get(name, 90)} s | {_figures(name, results)} |")
+    return "\n".join(lines)
+
+
+def write_readme_table(table: str, readme: str | Path = "README.md") -> None:
+    """Replace the text between the README's results markers with ``table``."""
+    path = Path(readme)
+    text = path.read_text()
+    start, end = "<!-- results:start -->", "<!-- results:end -->"
+    if start not in text or end not in text:
+        raise RuntimeError(f"{path} has no {start} … {end} markers to write the table between")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{start}\n{table}\n{end}{tail}")
+
+
+def bench_all(readme: str | Path = "README.md") -> dict:
+    """Every benchmark and every notebook's run time; writes the README's results table."""
+    results = {}
+    for name, fn in BENCHES.items():
+        print(f"bench {name} …", file=sys.stderr)
+        results[name] = fn()
+    times = time_notebooks(Path(readme).parent / "notebooks")
+    write_readme_table(results_table(results, times), readme)
+    return {"benchmarks": results, "notebook_seconds": {k: round(v, 1) for k, v in times.items()}}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("name", choices=sorted(BENCHES), help="which benchmark to run")
+    parser.add_argument("name", choices=sorted(BENCHES) + ["all"],
+                        help="which benchmark to run; 'all' runs every one, times every notebook and rewrites README.md's table")
     args = parser.parse_args(argv)
-    result = BENCHES[args.name]()
+    result = bench_all() if args.name == "all" else BENCHES[args.name]()
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0
 

@@ -1,0 +1,113 @@
+"""Failure drills (issue: the course as one product): offline suite, cells out of order, regression strength."""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def _nested_pytest(args: list[str], env_extra: dict | None = None, prefix: list[str] | None = None,
+                   timeout: int = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BEYOND_ONE_GPU_NO_RERUN": "1", **(env_extra or {})}
+    cmd = (prefix or []) + [sys.executable, "-m", "pytest", "-q", "-x", *args]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+# --- the suite passes with the network unavailable ---------------------------------------------------
+
+def _can_unshare() -> bool:
+    if not shutil.which("unshare") or not shutil.which("ip"):
+        return False
+    r = subprocess.run(["unshare", "-n", "true"], capture_output=True)
+    return r.returncode == 0
+
+
+@pytest.mark.skipif(not _can_unshare(), reason="needs `unshare -n` (root or user namespaces) and `ip` to cut the network")
+def test_suite_passes_with_no_network():
+    """Data, launcher, W&B, TensorBoard and the setup notebook in a network namespace with only loopback."""
+    probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up && " + sys.executable +
+                            " -c \"import socket; socket.getaddrinfo('pypi.org', 443)\""], capture_output=True, text=True)
+    assert probe.returncode != 0, "the namespace still resolves names: the drill would prove nothing"
+    inner = " ".join([sys.executable, "-m", "pytest", "-q", "-x", "tests/test_data.py", "tests/test_monitor.py",
+                      "tests/test_launch.py::test_results_come_back_by_rank", "notebooks/00_setup.ipynb",
+                      "notebooks/05_monitoring.ipynb"])
+    r = subprocess.run(["unshare", "-n", "sh", "-c", f"ip link set lo up && {inner}"], cwd=ROOT,
+                       env={**os.environ, "BEYOND_ONE_GPU_NO_RERUN": "1"}, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout and "failed" not in r.stdout
+
+
+# --- cells out of order ----------------------------------------------------------------------------------
+
+def _run_cells_in_one_kernel(sources: list[str], cwd: Path) -> list[dict]:
+    """Execute sources one after another in a fresh kernel; return each reply's status and error."""
+    from nbval.kernel import CURRENT_ENV_KERNEL_NAME, RunningKernel
+
+    kernel = RunningKernel(CURRENT_ENV_KERNEL_NAME, cwd=str(cwd))
+    out = []
+    try:
+        for src in ["%xmode Plain"] + sources:
+            msg_id = kernel.execute_cell_input(src, allow_stdin=False)
+            while True:
+                msg = kernel.get_message(stream="shell", timeout=300)
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    break
+            kernel.await_idle(msg_id, 300)
+            c = msg["content"]
+            out.append({"status": c["status"], "ename": c.get("ename"), "evalue": c.get("evalue"),
+                        "traceback": "\n".join(c.get("traceback", []))})
+    finally:
+        kernel.stop()
+    return out[1:]
+
+
+@pytest.mark.parametrize("name", ["00_setup.ipynb", "06_oom_troubleshooting.ipynb"])
+def test_cells_out_of_order_fail_clearly(name):
+    """Run every code cell in reverse order (so the setup cell comes last): each works or stops at once
+    with a plain NameError in the cell itself, never deep inside helpers."""
+    nb = json.loads((NOTEBOOKS / name).read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    results = _run_cells_in_one_kernel(list(reversed(sources)), NOTEBOOKS)
+    errors = [r for r in results if r["status"] == "error"]
+    assert errors, "running cells backwards should hit at least one undefined name"
+    for r in errors:
+        assert r["ename"] == "NameError", f"{r['ename']}: {r['evalue']}\n{r['traceback']}"
+        assert "helpers/" not in r["traceback"], r["traceback"]
+
+
+def test_skipping_the_setup_cell_is_harmless_locally():
+    """Locally the setup cell only imports helpers; the rest of a notebook runs without it."""
+    nb = json.loads((NOTEBOOKS / "06_oom_troubleshooting.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"][1:]
+    results = _run_cells_in_one_kernel(sources, NOTEBOOKS)
+    assert all(r["status"] == "ok" for r in results), [r for r in results if r["status"] != "ok"][:1]
+
+
+# --- regression strength -----------------------------------------------------------------------------------
+
+def test_a_changed_helper_result_fails_the_suite(tmp_path):
+    """Change one helper's result (a wider MLP in the leak demo) and nbval must fail on the compared output."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import helpers.memory as m\n"
+        "from torch import nn\n"
+        "import torch\n"
+        "def small_mlp(seed=0):\n"
+        "    torch.manual_seed(seed)\n"
+        "    return nn.Sequential(nn.Flatten(), nn.Linear(64, 257), nn.ReLU(), nn.Linear(257, 256), nn.ReLU(),"
+        " nn.Linear(256, 10))\n"
+        "m.small_mlp = small_mlp\n")
+    env = {"PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = _nested_pytest(["notebooks/06_oom_troubleshooting.ipynb"], env_extra=env)
+    assert r.returncode != 0, "nbval passed although a helper's result changed"
+    assert "150,532" in r.stdout  # the committed output the changed run no longer matches
+    clean = _nested_pytest(["notebooks/06_oom_troubleshooting.ipynb"])
+    assert clean.returncode == 0, clean.stdout[-3000:]
