@@ -222,15 +222,23 @@ def throughput_worker(rank: int, world_size: int, batches: list[int], seconds: f
 
 
 def run_throughput(nprocs_list: tuple[int, ...] = (1, 2), batches: tuple[int, ...] = (64, 256, 1024),
-                   seconds: float = 1.5, channels: tuple[int, int] = (16, 32), hidden: int = 64,
+                   seconds: float = 1.5, channels: tuple[int, int] = (16, 32), hidden: int = 64, repeats: int = 2,
                    timeout: float = 120) -> list[dict]:
-    """Throughput of DDP with each process count, every process single-threaded, same global batches (03)."""
-    rows = []
-    for n in nprocs_list:
-        res = launch(throughput_worker, n, args=(list(batches), seconds, channels, hidden), timeout=timeout,
-                     verbose=False)[0]
-        for r in res:
-            rows.append({"processes": n, **r})
+    """Throughput of DDP with each process count, every process single-threaded, same global batches (03).
+
+    The process counts are measured in turn, ``repeats`` times, and the best run of each is kept:
+    on a shared machine a burst of outside load slows one run, never speeds one up.
+    """
+    best: dict[tuple[int, int], dict] = {}
+    for _ in range(repeats):
+        for n in nprocs_list:
+            res = launch(throughput_worker, n, args=(list(batches), seconds, channels, hidden), timeout=timeout,
+                         verbose=False)[0]
+            for r in res:
+                key = (n, r["global_batch"])
+                if key not in best or r["samples_per_s"] > best[key]["samples_per_s"]:
+                    best[key] = {"processes": n, **r}
+    rows = [best[(n, b)] for n in nprocs_list for b in batches]
     base = {r["global_batch"]: r["samples_per_s"] for r in rows if r["processes"] == nprocs_list[0]}
     for r in rows:
         r["speedup"] = r["samples_per_s"] / base[r["global_batch"]]
@@ -283,7 +291,7 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
     The whole process group is killed if it outlives ``timeout`` seconds.
     """
     cmd = torchrun_command(nproc, script_args=script_args)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "TORCHELASTIC_ERROR_FILE": ""}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)
     try:

@@ -12,10 +12,12 @@ import os
 
 import torch
 import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
 
 from .ddp import train_worker
 
 
+@record  # a failing rank's traceback is reported by torchrun, not lost
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
@@ -36,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
         dist.all_gather_object(accs, res["val_acc"])
         if rank == 0:
             print(f"validation accuracy on every rank: {[round(a, 3) for a in accs]}")
+        dist.barrier()  # leave together: no rank tears down its connections while another still uses them
     finally:
         dist.destroy_process_group()
 
