@@ -1,10 +1,19 @@
 """Beyond One GPU: the helpers behind the course notebooks.
 
-Import name ``helpers``; distribution name ``beyond-one-gpu``. One module per topic:
+Import name ``helpers``; distribution name ``beyond-one-gpu``. One module per topic; every public
+function's docstring names the notebook it serves:
 
-- ``device``: what hardware is here (00, 06)
-- ``data``, ``models``, ``train``, ``plots``, ``utils``: the course's data, models, loop (00+)
-- ``checks``: self-checks for the exercises (all notebooks)
+- ``device``, ``data``, ``models``, ``train``, ``plots``, ``utils``, ``checks``: the course's
+  hardware report, offline data, models, training loop, plots and self-checks (00 onwards)
+- ``launch``, ``workers``: run a function on N processes from a notebook (01, 03, 05)
+- ``pipeline``: model parallelism and pipelining (01)
+- ``data_parallel``: inside ``nn.DataParallel`` (02)
+- ``ddp``, ``ddp_script``: DistributedDataParallel, and its torchrun script (03)
+- ``tuning``: grid, random, Bayesian and Ray Tune (04)
+- ``monitor``: tqdm, TensorBoard, W&B, the profiler (05)
+- ``memory``: out-of-memory troubleshooting (06)
+- ``transfer``: transfer learning and augmentation (07)
+- ``bench``: ``python -m helpers.bench NAME|all``, the README's results table
 """
 from .checks import check
 from .data import load_datasets, make_loaders

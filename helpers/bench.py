@@ -16,20 +16,22 @@ from pathlib import Path
 from .device import hardware_label
 
 
-def bench_ddp(global_batch: int = 1024, seconds: float = 2.0) -> dict:
+def bench_ddp(global_batch: int = 2048, seconds: float = 2.0) -> dict:
     """1 vs 2 single-threaded DDP processes at the same global batch, plus the equivalence error (03)."""
     from .ddp import run_ddp_equivalence_check, run_throughput
     from .launch import choose_backend
 
-    rows = run_throughput(nprocs_list=(1, 2), batches=(global_batch,), seconds=seconds)
+    batches = tuple(sorted({256, 1024, global_batch}))
+    rows = run_throughput(nprocs_list=(1, 2), batches=batches, seconds=seconds, repeats=3)
     eq = run_ddp_equivalence_check(nprocs=2, batch=64)
-    t1 = next(r for r in rows if r["processes"] == 1)
-    t2 = next(r for r in rows if r["processes"] == 2)
+    t1 = next(r for r in rows if r["processes"] == 1 and r["global_batch"] == global_batch)
+    t2 = next(r for r in rows if r["processes"] == 2 and r["global_batch"] == global_batch)
     return {"backend": choose_backend(2), "device": hardware_label("cpu" if choose_backend(2) == "gloo" else "cuda:0",
                                                                   threads=1),
             "model": "DigitsCNN", "global_batch": global_batch, "throughput_1": round(t1["samples_per_s"], 1),
             "throughput_2": round(t2["samples_per_s"], 1), "speedup": round(t2["samples_per_s"] / t1["samples_per_s"], 3),
-            "max_abs_diff": eq["max_abs_diff"], "allreduce_bytes_per_step": t2["allreduce_bytes_per_step"]}
+            "max_abs_diff": eq["max_abs_diff"], "allreduce_bytes_per_step": t2["allreduce_bytes_per_step"],
+            "speedup_by_batch": {r["global_batch"]: round(r["speedup"], 3) for r in rows if r["processes"] == 2}}
 
 
 def bench_pipeline(batch: int = 2048, width: int = 512, depth: int = 4) -> dict:
@@ -150,8 +152,9 @@ def _figures(name: str, r: dict) -> str:
                 f"2 processes {t['processes'] / t['single']:.2f}×")
     if name == "03_ddp" and "ddp" in r:
         d = r["ddp"]
-        return (f"DigitsCNN, global batch {d['global_batch']}, {d['backend']}: 2 vs 1 single-threaded processes "
-                f"{d['speedup']:.2f}× ({d['throughput_1']:.0f} → {d['throughput_2']:.0f} samples/s); DDP step = "
+        by = ", ".join(f"{s:.2f}× at {b}" for b, s in d["speedup_by_batch"].items())
+        return (f"DigitsCNN, {d['backend']}, 2 vs 1 single-threaded processes by global batch: {by} "
+                f"({d['throughput_1']:.0f} → {d['throughput_2']:.0f} samples/s at {d['global_batch']}); DDP step = "
                 f"single-process step to {d['max_abs_diff']:.0e}")
     if name == "04_hyperparameter_tuning" and "tuning" in r:
         t = r["tuning"]

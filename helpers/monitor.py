@@ -26,7 +26,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from .train import evaluate
+from .train import evaluate, train_one_epoch
 
 
 # --- tqdm ------------------------------------------------------------------------------------------
@@ -162,17 +162,12 @@ def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str
     x_val, y_val = next(iter(DataLoader(loaders["val"].dataset, batch_size=len(loaders["val"].dataset))))
     hist_tags = [f"weights/{n}" for n, _ in model.named_parameters()] + [f"grads/{n}" for n, _ in model.named_parameters()]
     for epoch in range(1, epochs + 1):
-        model.train()
-        for x, y in loaders["train"]:
-            loss = nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+        tr = train_one_epoch(model, loaders["train"], opt)
         val = evaluate(model, loaders["val"])
-        w.add_scalar("loss/train", loss.item(), epoch)
+        w.add_scalar("loss/train", tr["loss"], epoch)
         w.add_scalar("loss/val", val["loss"], epoch)
         w.add_scalar("acc/val", val["acc"], epoch)
-        w.add_scalars("loss", {"train": loss.item(), "val": val["loss"]}, epoch)  # writes one sub-run per key
+        w.add_scalars("loss", {"train": tr["loss"], "val": val["loss"]}, epoch)  # writes one sub-run per key
         for n, p in model.named_parameters():
             w.add_histogram(f"weights/{n}", p, epoch)
             w.add_histogram(f"grads/{n}", p.grad, epoch)

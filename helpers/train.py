@@ -71,6 +71,31 @@ def make_optimizer(model: nn.Module, name: str = "adam", lr: float = 1e-2) -> to
     raise ValueError(f"unknown optimizer {name!r}; choose 'adam' or 'sgd'")
 
 
+def train_one_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optimizer,
+                    device: torch.device | str | None = None, on_batch=None) -> dict[str, float]:
+    """One pass over ``loader`` with cross-entropy; mean loss and accuracy (00 onwards; 04, 05 reuse it).
+
+    ``on_batch(loss_so_far)`` is called after every batch (the progress bar's hook).
+    """
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    model.train()
+    total_loss, correct, n = 0.0, 0, 0
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        out = model(x)
+        loss = nn.functional.cross_entropy(out, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        # .item() turns the 0-d tensor into a float, so no graph is kept alive (notebook 06)
+        total_loss += loss.item() * len(y)
+        correct += (out.argmax(1) == y).sum().item()
+        n += len(y)
+        if on_batch is not None:
+            on_batch(total_loss / n)
+    return {"loss": total_loss / n, "acc": correct / n}
+
+
 def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | None = None, epochs: int = 5,
           lr: float = 1e-2, optimizer: str | torch.optim.Optimizer = "adam", device: torch.device | str | None = None,
           progress: bool = True, logger: Logger | None = None, desc: str = "train") -> History:
@@ -86,28 +111,17 @@ def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | N
     opt = make_optimizer(model, optimizer, lr) if isinstance(optimizer, str) else optimizer
     hist = History()
     bar = tqdm(total=epochs * len(train_loader), desc=desc, disable=not progress, unit="batch", leave=True)
-    step = 0
     for epoch in range(epochs):
-        model.train()
         t0 = time.perf_counter()
-        total_loss, correct, n = 0.0, 0, 0
-        for x, y in train_loader:
-            x, y = x.to(device), y.to(device)
-            out = model(x)
-            loss = nn.functional.cross_entropy(out, y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            step += 1
-            # .item() turns the 0-d tensor into a float, so no graph is kept alive (notebook 06)
-            total_loss += loss.item() * len(y)
-            correct += (out.argmax(1) == y).sum().item()
-            n += len(y)
+
+        def tick(loss_so_far: float, epoch: int = epoch) -> None:
             bar.update()
-            bar.set_postfix(epoch=epoch + 1, loss=f"{total_loss / n:.3f}", refresh=False)
+            bar.set_postfix(epoch=epoch + 1, loss=f"{loss_so_far:.3f}", refresh=False)
+
+        m = train_one_epoch(model, train_loader, opt, device, on_batch=tick)
         hist.epoch_seconds.append(time.perf_counter() - t0)
-        hist.train_loss.append(total_loss / n)
-        hist.train_acc.append(correct / n)
+        hist.train_loss.append(m["loss"])
+        hist.train_acc.append(m["acc"])
         metrics = {"train/loss": hist.train_loss[-1], "train/acc": hist.train_acc[-1]}
         if val_loader is not None:
             v = evaluate(model, val_loader, device)

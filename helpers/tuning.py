@@ -193,7 +193,7 @@ def train_digits(config: dict) -> None:
 
     from .data import make_loaders
     from .models import DigitsCNN
-    from .train import evaluate
+    from .train import evaluate, train_one_epoch
 
     torch.set_num_threads(1)
     torch.manual_seed(config.get("seed", 0))
@@ -201,12 +201,7 @@ def train_digits(config: dict) -> None:
     model = DigitsCNN(hidden=int(config["hidden"]))
     opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))
     for epoch in range(1, int(config.get("max_epochs", 9)) + 1):
-        model.train()
-        for x, y in loaders["train"]:
-            loss = nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+        train_one_epoch(model, loaders["train"], opt)
         val = evaluate(model, loaders["val"])
         tune.report({"val_acc": val["acc"], "val_loss": val["loss"], "epoch": epoch})
 

@@ -10,11 +10,15 @@ from helpers import workers
 
 
 def _children():
-    """Launched ranks still alive (multiprocessing's shared resource tracker is not a rank)."""
+    """Launched ranks still alive: spawned children running multiprocessing's spawn_main.
+
+    Other long-lived helpers of this test process (multiprocessing's resource tracker, the
+    wandb-core service of the monitoring tests) are not ranks.
+    """
     alive = []
     for c in psutil.Process().children(recursive=True):
         try:
-            if c.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(c.cmdline()):
+            if c.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(c.cmdline()):
                 alive.append(c)
         except psutil.NoSuchProcess:
             pass
