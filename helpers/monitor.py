@@ -102,7 +102,9 @@ class Monitor:
         if wandb:
             import wandb as wb
 
-            self.wandb_run = wb.init(project=project, config=config or {}, dir=str(self.run_dir), mode=wandb_mode(),
+            # an absolute dir: a wandb-core service started elsewhere resolves relative paths from its own cwd
+            self.wandb_run = wb.init(project=project, config=config or {}, dir=str(self.run_dir.resolve()),
+                                     mode=wandb_mode(),
                                      reinit="finish_previous",
                                      settings=wb.Settings(console="off", silent=True, x_disable_stats=True))
 
@@ -124,7 +126,9 @@ class Monitor:
     @property
     def wandb_dir(self) -> Path | None:
         """The run's folder on disk (``.../wandb/offline-run-...``), for ``wandb sync``."""
-        return Path(self.wandb_run.dir).parent if self.wandb_run is not None else None
+        if self.wandb_run is None:
+            return None
+        return Path(os.path.relpath(Path(self.wandb_run.dir).parent))  # relative: readable, and works for sync
 
     def close(self) -> None:
         if self.tb is not None:

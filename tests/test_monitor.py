@@ -6,6 +6,15 @@ from helpers import MLP, make_loaders, train
 from helpers import monitor as MO
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _stop_wandb_service():
+    """Stop the wandb-core service these tests start, so later notebook kernels do not inherit it."""
+    yield
+    import wandb
+
+    wandb.teardown()
+
+
 def test_wandb_mode_is_offline_without_credentials(monkeypatch, tmp_path):
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
