@@ -22,7 +22,8 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 from tqdm.auto import tqdm
 
 from .data import load_datasets, tensors
-from .launch import launch, rank_device
+from .launch import launch
+from .ranks import local_device
 from .models import DigitsCNN
 from .utils import seed_everything
 
@@ -77,11 +78,17 @@ def _sgd_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, lr: float) -> 
 
 def equivalence_worker(rank: int, world_size: int, batch: int, lr: float, batchnorm: bool, sync: bool) -> list:
     """One SGD step with DDP, each rank on its ``batch / world_size`` slice; returns the parameters (03)."""
-    model = DDP(_equivalence_model(batchnorm, sync))
-    x, y = _equivalence_batch(batch)
+    device = local_device()
+    model = _ddp(_equivalence_model(batchnorm, sync).to(device), device)
+    x, y = (t.to(device) for t in _equivalence_batch(batch))
     local = batch // world_size
     _sgd_step(model, x[rank * local:(rank + 1) * local], y[rank * local:(rank + 1) * local], lr)
-    return [p.detach().clone() for p in model.module.parameters()]
+    return [p.detach().cpu().clone() for p in model.module.parameters()]
+
+
+def _ddp(model: nn.Module, device: torch.device) -> DDP:
+    """``DDP(model)``, told its GPU when there is one (``device_ids`` is for single-device CUDA modules only)."""
+    return DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
 
 
 def run_ddp_equivalence_check(nprocs: int = 2, batch: int = 64, lr: float = 0.5, batchnorm: bool = False,
@@ -112,15 +119,14 @@ def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: f
     (the other ranks' monitors do nothing) (05).
     """
     from .monitor import Monitor
-    backend = dist.get_backend()
-    device = rank_device(rank, backend)
+    device = local_device()  # cuda:LOCAL_RANK under nccl: the local rank, never the global one
     seed_everything(0)
     ds = load_datasets("digits")
     sampler = DistributedSampler(ds["train"], num_replicas=world_size, rank=rank, shuffle=True, seed=0)
     # shuffle=False on the loader: the sampler shuffles; pin_memory only pays off when copying to a GPU
     loader = DataLoader(ds["train"], batch_size=batch_size // world_size, sampler=sampler, shuffle=False,
                         pin_memory=device.type == "cuda")
-    model = DDP(DigitsCNN().to(device), device_ids=[rank] if device.type == "cuda" else None)
+    model = _ddp(DigitsCNN().to(device), device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     bar = tqdm(total=epochs * len(loader), desc=f"DDP × {world_size}", disable=rank != 0, mininterval=0.5)
     monitor = Monitor(log_dir, rank=rank, wandb=False) if log_dir else None
@@ -181,10 +187,9 @@ def _synthetic_batches(global_batch: int, world_size: int, rank: int) -> tuple[t
 def throughput_worker(rank: int, world_size: int, batches: list[int], seconds: float, channels: tuple[int, int],
                       hidden: int) -> list[dict]:
     """Samples/s of DDP training at each global batch size, measured for ``seconds`` each (03)."""
-    device = rank_device(rank, dist.get_backend())
+    device = local_device()
     torch.manual_seed(0)
-    model = DDP(DigitsCNN(channels=channels, hidden=hidden).to(device),
-                device_ids=[rank] if device.type == "cuda" else None)
+    model = _ddp(DigitsCNN(channels=channels, hidden=hidden).to(device), device)
     counter = BucketCounter()
     model.register_comm_hook(counter, BucketCounter.hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -250,11 +255,12 @@ def no_sync_worker(rank: int, world_size: int, accum: int, local_batch: int) -> 
 
     Returns how many buckets were all-reduced in each case and whether the gradients are equal.
     """
-    x, y = _synthetic_batches(local_batch * accum * world_size, world_size, rank)
+    device = local_device()
+    x, y = (t.to(device) for t in _synthetic_batches(local_batch * accum * world_size, world_size, rank))
     grads, calls = {}, {}
     for use_no_sync in (False, True):
         torch.manual_seed(0)
-        model = DDP(DigitsCNN())
+        model = _ddp(DigitsCNN().to(device), device)
         counter = BucketCounter()
         model.register_comm_hook(counter, BucketCounter.hook)
         for i in range(accum):

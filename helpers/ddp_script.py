@@ -15,6 +15,7 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from .ddp import train_worker
+from .ranks import choose_backend, local_device, local_world_size
 
 
 @record  # a failing rank's traceback is reported by torchrun, not lost
@@ -25,7 +26,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--checkpoint", default="ddp_torchrun.pt")
     args = parser.parse_args(argv)
-    backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= int(os.environ["LOCAL_WORLD_SIZE"]) else "gloo"
+    backend = choose_backend(local_world_size())  # nccl if this node has a GPU per local process
+    device = local_device(backend)                  # cuda:LOCAL_RANK, or the CPU
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     dist.init_process_group(backend, init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()

@@ -143,17 +143,25 @@ def device_table(devices: list[DeviceInfo] | None = None) -> str:
     return "\n".join(lines)
 
 
-def get_device(name: str | None = None) -> torch.device:
-    """The device to compute on: ``name`` if given and present, else cuda:0, else mps, else cpu.
+def _best_device() -> torch.device:
+    """cuda:0 if there is a GPU, else mps, else cpu: the one default in the course."""
+    if gpu_count():
+        return torch.device("cuda:0")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
 
-    Raises a ``ValueError`` that says what exists when ``name`` is unknown or absent.
+
+def get_device(name: str | None = None) -> torch.device:
+    """The device to compute on: ``name`` if given and present, else cuda:0, else mps, else cpu (00_setup).
+
+    This is the one device decision of a notebook (its top cells call it once; everything after
+    uses that ``device``). Helpers never call it to place a model: they compute where the model
+    is (:func:`model_device`). Raises a ``ValueError`` that says what exists when ``name`` is
+    unknown or absent.
     """
     if name is None:
-        if gpu_count():
-            return torch.device("cuda:0")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
+        return _best_device()
     if isinstance(name, torch.device):
         name = str(name)
     if not isinstance(name, str):
@@ -176,6 +184,34 @@ def get_device(name: str | None = None) -> torch.device:
     return dev
 
 
+def model_device(model: torch.nn.Module) -> torch.device:
+    """Where ``model`` computes: the device of its first parameter (or buffer); the CPU if it has none (00 onwards).
+
+    The course's rule: a helper that receives a model feeds it data on this device, and never
+    moves the model somewhere else unless it is told to.
+    """
+    for t in model.parameters():
+        return t.device
+    for t in model.buffers():
+        return t.device
+    return torch.device("cpu")
+
+
+def physical_cores() -> int:
+    """Physical CPU cores (not hyper-threads); ``os.cpu_count()`` when psutil cannot tell (01, 02, 03).
+
+    Colab's two vCPUs are often one core's two hyper-threads: two processes then share one core,
+    and a multi-process speed-up cannot appear.
+    """
+    try:
+        import psutil
+
+        n = psutil.cpu_count(logical=False)
+    except Exception:  # psutil missing, or /proc unreadable
+        n = None
+    return n or os.cpu_count() or 1
+
+
 def hardware_label(device: torch.device | str | None = None, processes: int | None = None,
                    threads: int | None = None) -> str:
     """A short label for any figure: e.g. ``"cpu (Intel Xeon, 2 cores), 2 processes × 1 thread"``."""
@@ -185,7 +221,9 @@ def hardware_label(device: torch.device | str | None = None, processes: int | No
     elif dev.type == "mps":
         label = "mps (Apple GPU)"
     else:
-        label = f"cpu ({_cpu_model()}, {os.cpu_count()} cores)"
+        logical, physical = os.cpu_count() or 1, physical_cores()
+        cores = f"{logical} cores" if physical == logical else f"{logical} logical cores on {physical} physical"
+        label = f"cpu ({_cpu_model()}, {cores})"
     if processes is not None:
         label += f", {processes} process{'es' if processes != 1 else ''}"
     if threads is not None:

@@ -31,9 +31,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from .device import gpu_count
+from .device import hardware_label
+from .ranks import choose_backend, local_device
 
-BACKENDS = ("gloo", "nccl")
 HOST = "127.0.0.1"
 
 
@@ -44,31 +44,6 @@ class LaunchError(RuntimeError):
         self.rank = rank
         self.details = details
         super().__init__(f"rank {rank} failed; its traceback:\n{details}")
-
-
-def choose_backend(nprocs: int, backend: str | None = None) -> str:
-    """``nccl`` when there is one GPU per process, else ``gloo``; refuse impossible requests (03)."""
-    if not isinstance(nprocs, int) or isinstance(nprocs, bool) or nprocs < 1:
-        raise ValueError(f"nprocs must be a positive int, got {nprocs!r}")
-    gpus = gpu_count()
-    if backend is None:
-        return "nccl" if gpus >= nprocs and dist.is_nccl_available() else "gloo"
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; use 'gloo' (CPU, works everywhere) or 'nccl' "
-                         "(NVIDIA GPUs), or leave backend=None to choose automatically")
-    if backend == "nccl":
-        if gpus == 0:
-            raise RuntimeError("backend 'nccl' needs NVIDIA GPUs and this machine has none; use backend='gloo' "
-                               "(or backend=None, which picks gloo here)")
-        if nprocs > gpus:
-            raise RuntimeError(f"backend 'nccl' needs one GPU per process: {nprocs} processes but only {gpus} "
-                               f"GPU(s); use nprocs<={gpus}, or backend='gloo'")
-    return backend
-
-
-def rank_device(rank: int, backend: str) -> torch.device:
-    """The device a rank computes on: ``cuda:rank`` under nccl, the CPU under gloo."""
-    return torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
 
 
 def check_importable(fn: Callable) -> None:
@@ -111,9 +86,10 @@ def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int,
     try:
         torch.set_num_threads(threads)
         os.environ.update(MASTER_ADDR=HOST, MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
-                          LOCAL_RANK=str(rank), OMP_NUM_THREADS=str(threads))
-        if backend == "nccl":
-            torch.cuda.set_device(rank)
+                          LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size), OMP_NUM_THREADS=str(threads))
+        device = local_device(backend)  # one machine: the local rank is the rank
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
         fn = pickle.loads(fn_bytes)  # here, not in spawn's bootstrap, so an import failure is reported
         store = dist.TCPStore(HOST, port, world_size, False, timedelta(seconds=timeout_s))
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
@@ -215,6 +191,14 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
         q.join_thread()
         del store
     return [results[r] for r in range(nprocs)]
+
+
+def describe_launch(nprocs: int, threads: int = 1, backend: str | None = None) -> str:
+    """What ``launch(fn, nprocs)`` computes on, for a figure's label (01, 03): devices, processes, threads."""
+    backend = choose_backend(nprocs, backend)
+    if backend == "nccl":
+        return f"{hardware_label('cuda:0')}, {nprocs} processes on cuda:0…{nprocs - 1} (nccl)"
+    return f"{hardware_label('cpu', processes=nprocs, threads=threads)} (gloo)"
 
 
 def _relay(rank: int, stream: str, text: str) -> None:

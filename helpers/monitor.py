@@ -26,6 +26,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
+from .device import model_device
 from .train import evaluate, train_one_epoch
 
 
@@ -35,14 +36,17 @@ def train_with_bars(model: nn.Module, train_loader: DataLoader, val_loader: Data
                     lr: float = 3e-3, rank: int = 0) -> list[dict]:
     """Nested tqdm bars: one over epochs, one over batches, live description and postfix (05).
 
-    Only rank 0 draws (``disable=rank != 0``), so N processes do not print N bars.
+    Only rank 0 draws (``disable=rank != 0``), so N processes do not print N bars. Batches go to
+    the device the model is on.
     """
+    device = model_device(model)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     history = []
     epochs_bar = tqdm(range(epochs), desc="epochs", disable=rank != 0, unit="epoch")
     for epoch in epochs_bar:
         batches = tqdm(train_loader, desc=f"epoch {epoch + 1}", leave=False, disable=rank != 0, unit="batch")
         for x, y in batches:
+            x, y = x.to(device), y.to(device)
             loss = nn.functional.cross_entropy(model(x), y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -163,7 +167,9 @@ def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str
         shutil.rmtree(log_dir)
     w = SummaryWriter(str(log_dir))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
+    device = model_device(model)
     x_val, y_val = next(iter(DataLoader(loaders["val"].dataset, batch_size=len(loaders["val"].dataset))))
+    x_val, y_val = x_val.to(device), y_val.to(device)
     hist_tags = [f"weights/{n}" for n, _ in model.named_parameters()] + [f"grads/{n}" for n, _ in model.named_parameters()]
     for epoch in range(1, epochs + 1):
         tr = train_one_epoch(model, loaders["train"], opt)
@@ -179,7 +185,7 @@ def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str
     with torch.no_grad():
         logits = model(x_val)
         features = model.features(x_val)
-    pred = logits.argmax(1)
+    pred, logits, features, x_val, y_val = (t.cpu() for t in (logits.argmax(1), logits, features, x_val, y_val))
     w.add_image("predictions", torchvision.utils.make_grid(x_val[:32], nrow=8, normalize=True, pad_value=1), epochs)
     w.add_text("predictions/labels", " ".join(f"{int(a)}→{int(b)}" for a, b in zip(y_val[:32], pred[:32])), epochs)
     fig, ax = plt.subplots(figsize=(3, 2))
@@ -188,7 +194,7 @@ def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str
     w.add_figure("figures/predicted_classes", fig, epochs)  # closes the figure
     with warnings.catch_warnings():  # add_graph traces with torch.jit, which warns that it is deprecated
         warnings.simplefilter("ignore", FutureWarning)
-        w.add_graph(model, x_val[:4])
+        w.add_graph(model, x_val[:4].to(device))
     w.add_embedding(features[:100], metadata=y_val[:100].tolist(), label_img=x_val[:100], global_step=epochs,
                     tag="features")
     probs = logits.softmax(1)
@@ -388,12 +394,14 @@ def profile_training(model: nn.Module, loader: DataLoader, trace_path: str | Pat
     os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # keep the profiler's own C++ log to errors that matter
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
     trace_path = Path(trace_path)
+    device = model_device(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=steps - 2), record_shapes=True,
                  profile_memory=True, on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:
         for i, (x, y) in enumerate(loader):
             if i == steps:
                 break
+            x, y = x.to(device), y.to(device)
             nn.functional.cross_entropy(model(x), y).backward()
             opt.step()
             opt.zero_grad(set_to_none=True)

@@ -17,7 +17,8 @@ import torch.distributed as dist
 from torch import nn
 
 from .device import gpu_count
-from .launch import launch, rank_device
+from .launch import launch
+from .ranks import local_device
 from .utils import torch_threads
 
 
@@ -143,7 +144,7 @@ def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int,
     """Time the hand-written 2-stage GPipe for each micro-batch count; keep the last step's events (01)."""
     if world_size != 2:
         raise ValueError("this pipeline has exactly 2 stages: launch it with nprocs=2")
-    device = rank_device(rank, dist.get_backend())
+    device = local_device()
     stage = make_stages(width, depth)[rank].to(device)
     opt = torch.optim.SGD(stage.parameters(), lr=1e-3)
     x, y = (t.to(device) for t in synthetic_batch(batch, width))
@@ -233,7 +234,7 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
 def message_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int = 20) -> list[dict]:
     """One-way time of a send/recv of each size in bytes, from a ping-pong between ranks 0 and 1 (01)."""
     out = []
-    device = rank_device(rank, dist.get_backend())
+    device = local_device()
     for size in sizes:
         buf = torch.zeros(size // 4, device=device)
         for r in range(repeats + 2):
@@ -287,7 +288,7 @@ def library_worker(rank: int, world_size: int, width: int, depth: int, batch: in
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
     classes = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
-    device = rank_device(rank, dist.get_backend())
+    device = local_device()
     x, y = synthetic_batch(batch, width)
     x, y = x.to(device), y.to(device)
     out: dict = {}

@@ -15,7 +15,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from .device import get_device
+from .device import get_device, model_device
 
 
 class Logger(Protocol):
@@ -40,8 +40,11 @@ class History:
 
 @torch.no_grad()
 def evaluate(model: nn.Module, loader: DataLoader, device: torch.device | str | None = None) -> dict[str, float]:
-    """Mean cross-entropy loss and accuracy of ``model`` on ``loader`` (00_setup onwards)."""
-    device = get_device(None if device is None else str(device))
+    """Mean cross-entropy loss and accuracy of ``model`` on ``loader`` (00_setup onwards).
+
+    Batches go to ``device``, by default the device the model is on (:func:`model_device`).
+    """
+    device = model_device(model) if device is None else get_device(str(device))
     was_training = model.training
     model.eval()
     total_loss, correct, n = 0.0, 0, 0
@@ -77,7 +80,7 @@ def train_one_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optim
 
     ``on_batch(loss_so_far)`` is called after every batch (the progress bar's hook).
     """
-    device = torch.device(device) if device is not None else next(model.parameters()).device
+    device = model_device(model) if device is None else torch.device(device)
     model.train()
     total_loss, correct, n = 0.0, 0, 0
     for x, y in loader:
@@ -102,12 +105,17 @@ def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | N
     """Train ``model`` with cross-entropy for ``epochs``; return a :class:`History` (00_setup onwards).
 
     One progress bar over batches of all epochs, its postfix showing the running loss and the
-    last validation accuracy. ``progress=False`` for worker processes and tests.
+    last validation accuracy. ``progress=False`` for worker processes and tests. ``device``:
+    where to train; the model is moved there. By default the model stays where it is (the
+    notebook decides the device once: ``model = DigitsCNN().to(device)``).
     """
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs must be a positive int, got {epochs!r}")
-    device = get_device(None if device is None else str(device))
-    model.to(device)
+    if device is None:
+        device = model_device(model)
+    else:
+        device = get_device(str(device))
+        model.to(device)
     opt = make_optimizer(model, optimizer, lr) if isinstance(optimizer, str) else optimizer
     hist = History()
     bar = tqdm(total=epochs * len(train_loader), desc=desc, disable=not progress, unit="batch", leave=True)

@@ -16,6 +16,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 from .data import load_datasets, tensors
+from .device import model_device
 from .models import DigitsCNN, count_parameters
 from .train import evaluate, train
 
@@ -40,10 +41,10 @@ def subset(split: str, classes: Sequence[int], per_class: int | None = None, see
     return TensorDataset(torch.cat(xs), torch.cat(ys))
 
 
-def pretrain_backbone(path: str | Path, epochs: int = 10, seed: int = 0) -> dict:
-    """Train the course CNN on digits 0–4 and save its ``state_dict`` (the offline pretrained model) (07)."""
+def pretrain_backbone(path: str | Path, epochs: int = 10, seed: int = 0, device: str | torch.device = "cpu") -> dict:
+    """Train the course CNN on digits 0–4 on ``device`` and save its ``state_dict`` (the offline pretrained model) (07)."""
     torch.manual_seed(seed)
-    model = DigitsCNN(num_classes=len(SOURCE))
+    model = DigitsCNN(num_classes=len(SOURCE)).to(device)
     train_loader = DataLoader(subset("train", SOURCE), batch_size=64, shuffle=True,
                               generator=torch.Generator().manual_seed(seed))
     hist = train(model, train_loader, DataLoader(subset("val", SOURCE), batch_size=256), epochs=epochs, lr=3e-3,
@@ -72,20 +73,24 @@ MODES = {
 }
 
 
-def make_target_model(pretrained: nn.Module | None, mode: str, num_classes: int = len(TARGET), seed: int = 0) -> nn.Module:
+def make_target_model(pretrained: nn.Module | None, mode: str, num_classes: int = len(TARGET), seed: int = 0,
+                      device: str | torch.device | None = None) -> nn.Module:
     """The model for the target task (07).
 
     ``mode``: ``"scratch"`` (new random weights); ``"head_only"`` (everything pretrained frozen,
     only a new classifier trains — the lecture's "replace the classifier"); ``"frozen"`` (the
     convolutions frozen, a new two-layer head: Linear(512, 64), ReLU, Linear(64, classes));
     ``"finetune"`` (as ``"frozen"`` but the last convolution trains too). The pretrained model
-    is copied first, so it is never changed.
+    is copied first, so it is never changed. The new model is on ``device``: by default where
+    ``pretrained`` is (the CPU for ``"scratch"`` without one).
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose one of {list(MODES)}")
+    if device is None:
+        device = model_device(pretrained) if pretrained is not None else torch.device("cpu")
     torch.manual_seed(seed)
     if mode == "scratch":
-        return DigitsCNN(num_classes=num_classes)
+        return DigitsCNN(num_classes=num_classes).to(device)
     if pretrained is None:
         raise ValueError(f"mode {mode!r} needs a pretrained model; pass load_pretrained(...)")
     model = copy.deepcopy(pretrained)  # never modify the pretrained model itself
@@ -98,7 +103,7 @@ def make_target_model(pretrained: nn.Module | None, mode: str, num_classes: int 
         if mode == "finetune":
             convs[2].requires_grad_(True)  # the last convolution block
     model.classifier = nn.Linear(model.classifier.in_features, num_classes)  # new, trainable
-    return model
+    return model.to(device)  # the new layers were made on the CPU
 
 
 def frozen_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -115,7 +120,7 @@ def compare_strategies(pretrained: nn.Module, shots: Sequence[int] = (5, 10, 50)
         for mode in MODES:
             accs, secs = [], []
             for seed in seeds:
-                model = make_target_model(pretrained, mode, seed=seed)
+                model = make_target_model(pretrained, mode, seed=seed)  # on the pretrained model's device
                 loader = DataLoader(subset("train", TARGET, k, seed=seed), batch_size=32, shuffle=True,
                                     generator=torch.Generator().manual_seed(seed))
                 # the same number of optimizer steps whatever the number of labels
@@ -184,8 +189,8 @@ def augmentation_grid(n: int = 6, seed: int = 0) -> tuple[torch.Tensor, list[str
 
 
 def augmentation_effect(per_class: int = 10, steps: int = 300, seeds: Sequence[int] = (0, 1, 2),
-                        names: Sequence[str] | None = None) -> list[dict]:
-    """Test accuracy on all 10 digits, trained from scratch on ``per_class`` labels, per augmentation (07)."""
+                        names: Sequence[str] | None = None, device: str | torch.device = "cpu") -> list[dict]:
+    """Test accuracy on all 10 digits, trained from scratch on ``device`` with ``per_class`` labels, per augmentation (07)."""
     augs = augmentations()
     names = list(names or augs)
     test_loader = DataLoader(subset("test", range(10)), batch_size=512)
@@ -197,7 +202,7 @@ def augmentation_effect(per_class: int = 10, steps: int = 300, seeds: Sequence[i
             base = subset("train", range(10), per_class, seed=seed)
             loader = DataLoader(Augmented(base, augs[name]), batch_size=32, shuffle=True,
                                 generator=torch.Generator().manual_seed(seed))
-            model = DigitsCNN()
+            model = DigitsCNN().to(device)
             train(model, loader, epochs=max(1, math.ceil(steps / len(loader))), lr=3e-3, progress=False)
             accs.append(evaluate(model, test_loader)["acc"])
         rows.append({"augmentation": name, "test_acc": sum(accs) / len(accs)})
@@ -206,7 +211,10 @@ def augmentation_effect(per_class: int = 10, steps: int = 300, seeds: Sequence[i
 
 def flipped_accuracy_per_class(model: nn.Module) -> dict[int, tuple[float, float]]:
     """Per digit: accuracy on the test images as they are, and mirrored left–right (07)."""
+    device = model_device(model)
     x, y = tensors(subset("test", range(10)))
+    x = x.to(device)
+    y = y.to(device)
     model.eval()
     with torch.no_grad():
         plain = model(x).argmax(1) == y

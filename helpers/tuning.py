@@ -192,13 +192,17 @@ def train_digits(config: dict) -> None:
     from ray import tune
 
     from .data import make_loaders
+    from .device import get_device
     from .models import DigitsCNN
     from .train import evaluate, train_one_epoch
 
     torch.set_num_threads(1)
     torch.manual_seed(config.get("seed", 0))
     loaders = make_loaders(int(config["batch_size"]), seed=config.get("seed", 0))
-    model = DigitsCNN(hidden=int(config["hidden"]))
+    # this trial's own device decision: Ray sets CUDA_VISIBLE_DEVICES to the GPU it gave the trial
+    # (cuda:0 is then that GPU), and hides every GPU from a trial that was given none
+    device = get_device()
+    model = DigitsCNN(hidden=int(config["hidden"])).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))
     for epoch in range(1, int(config.get("max_epochs", 9)) + 1):
         train_one_epoch(model, loaders["train"], opt)
@@ -308,15 +312,15 @@ def _plain(config: dict) -> dict:
     return {"lr": float(config["lr"]), "hidden": int(config["hidden"]), "batch_size": int(config["batch_size"])}
 
 
-def retrain_best(config: dict, epochs: int = 9, seed: int = 0) -> dict:
-    """Train the winning configuration from scratch and evaluate on the held-out test split (04)."""
+def retrain_best(config: dict, epochs: int = 9, seed: int = 0, device: str | torch.device = "cpu") -> dict:
+    """Train the winning configuration from scratch on ``device``; evaluate on the held-out test split (04)."""
     from .data import make_loaders
     from .models import DigitsCNN
     from .train import evaluate, train
 
     torch.manual_seed(seed)
     loaders = make_loaders(int(config["batch_size"]), seed=seed)
-    model = DigitsCNN(hidden=int(config["hidden"]))
+    model = DigitsCNN(hidden=int(config["hidden"])).to(device)
     hist = train(model, loaders["train"], loaders["val"], epochs=epochs, lr=float(config["lr"]), progress=False)
     return {"val_acc": hist.val_acc[-1], "test_acc": evaluate(model, loaders["test"])["acc"]}
 

@@ -11,6 +11,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from .ranks import local_device
+
 
 def whoami(rank: int, world_size: int) -> dict:
     """Rank, world size, backend and process id of each rank (03)."""
@@ -20,7 +22,7 @@ def whoami(rank: int, world_size: int) -> dict:
 
 def all_reduce_sum(rank: int, world_size: int) -> float:
     """Each rank contributes rank+1; all_reduce sums them: every rank returns n(n+1)/2 (03)."""
-    t = torch.tensor([float(rank + 1)])
+    t = torch.tensor([float(rank + 1)], device=local_device())  # nccl reduces GPU tensors only
     dist.all_reduce(t)
     return t.item()
 
@@ -49,7 +51,7 @@ def print_and_return(rank: int, world_size: int, message: str = "hello") -> str:
 
 def failing_stage(rank: int, world_size: int) -> int:
     """A 2-stage pipeline whose second stage raises after its first receive, while stage 0 waits (01 drill)."""
-    buf = torch.zeros(1024)
+    buf = torch.zeros(1024, device=local_device())
     if rank == 0:
         dist.send(buf, 1)
         dist.recv(buf, 1)  # never answered: stage 1 has crashed

@@ -6,6 +6,7 @@ import psutil
 import pytest
 
 from helpers import launch as L
+from helpers import ranks
 from helpers import workers
 
 
@@ -75,13 +76,13 @@ def test_output_of_ranks_is_relayed(capfd):
 
 
 def test_nccl_without_gpus_says_what_to_do(monkeypatch):
-    monkeypatch.setattr(L, "gpu_count", lambda: 0)
+    monkeypatch.setattr(ranks, "gpu_count", lambda: 0)
     with pytest.raises(RuntimeError, match="needs NVIDIA GPUs.*backend='gloo'"):
         L.launch(workers.whoami, nprocs=2, backend="nccl")
 
 
 def test_more_gpu_processes_than_gpus(monkeypatch):
-    monkeypatch.setattr(L, "gpu_count", lambda: 1)
+    monkeypatch.setattr(ranks, "gpu_count", lambda: 1)
     with pytest.raises(RuntimeError, match="one GPU per process"):
         L.choose_backend(2, "nccl")
     assert L.choose_backend(2) == "gloo"

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers.publish import setup_cell
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
-SETUP_CELL = (Path(__file__).resolve().parent / "setup_cell.txt").read_text().strip()
 MAX_LINES = 15
 
 
@@ -28,7 +29,7 @@ def test_anatomy(path):
     assert cells[0]["cell_type"] == "markdown" and first.startswith("# "), "first cell must be the title"
     assert "Learning goals" in first, "the first cell must list the learning goals"
     code = [c for c in cells if c["cell_type"] == "code"]
-    assert _src(code[0]).strip() == SETUP_CELL, "the first code cell must be the common setup cell (tests/setup_cell.txt)"
+    assert _src(code[0]).strip() == setup_cell(), "the first code cell must be the common setup cell (helpers/publish.py)"
     md = "\n".join(_src(c) for c in cells if c["cell_type"] == "markdown")
     assert "## Exercises" in md and "## Recap" in md
     assert any("check(" in _src(c) for c in code), "exercises need at least one self-check"

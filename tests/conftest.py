@@ -1,0 +1,60 @@
+"""Shared test fixtures: a kernel to run notebook code in, and the finder of processes left behind."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def launched_children() -> list[psutil.Process]:
+    """Launched ranks still alive: spawned children running multiprocessing's spawn_main.
+
+    Other long-lived helpers of the test process (multiprocessing's resource tracker, the
+    wandb-core service of the monitoring tests) are not ranks.
+    """
+    alive = []
+    for c in psutil.Process().children(recursive=True):
+        try:
+            if c.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(c.cmdline()):
+                alive.append(c)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def run_in_kernel(sources: list[str], cwd: Path | str = NOTEBOOKS, env: dict | None = None,
+                  timeout: float = 300) -> list[dict]:
+    """Execute ``sources`` one after another in one fresh kernel of this environment.
+
+    Returns, per source, the reply's status, error name/value/traceback and its printed output.
+    ``env`` adds environment variables to the kernel's.
+    """
+    from nbval.kernel import CURRENT_ENV_KERNEL_NAME, start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name=CURRENT_ENV_KERNEL_NAME, cwd=str(cwd), stderr=open(os.devnull, "w"),
+                              env={**os.environ, **(env or {})})
+    out = []
+    try:
+        for src in ["%xmode Plain"] + list(sources):
+            printed: list[str] = []
+            reply = kc.execute_interactive(src, timeout=timeout, allow_stdin=False,
+                                           output_hook=lambda m: printed.append(m["content"].get("text", ""))
+                                           if m["msg_type"] == "stream" else None)
+            c = reply["content"]
+            out.append({"status": c["status"], "ename": c.get("ename"), "evalue": c.get("evalue"),
+                        "traceback": "\n".join(c.get("traceback", [])), "output": "".join(printed)})
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    return out[1:]
+
+
+@pytest.fixture
+def kernel():
+    """``kernel(sources, cwd=..., env=...)``: run code cells in a fresh kernel (see :func:`run_in_kernel`)."""
+    return run_in_kernel
