@@ -168,6 +168,18 @@ def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int,
     return out
 
 
+def busy_overlap(events: list[tuple]) -> float:
+    """Seconds during which both stages computed at the same time, from one step's events (01).
+
+    Zero for the naive split, whatever the machine: each stage waits for the other's result.
+    Above zero once micro-batches let the stages work side by side.
+    """
+    def spans(stage: int) -> list[tuple[float, float]]:
+        return [(a, b) for s, _, _, a, b in events if s == stage]
+
+    return sum(max(0.0, min(b0, b1) - max(a0, a1)) for a0, b0 in spans(0) for a1, b1 in spans(1))
+
+
 def ideal_speedup(m: int, p: int = 2) -> float:
     """GPipe's best case over the naive split: bubble fraction (p−1)/(m+p−1), i.e. p·m/(m+p−1) (01)."""
     return p * m / (m + p - 1)

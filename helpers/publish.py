@@ -78,7 +78,7 @@ def publish() -> list[str]:
         new = _keep_language_line(old, cell)
         if old != new:
             first["source"] = new.splitlines(keepends=True)
-            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
             changed.append(str(path.relative_to(ROOT)))
     for readme in sorted(ROOT.glob("README*.md")):
         text = readme.read_text()
