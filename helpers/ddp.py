@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from .data import load_datasets, tensors
 from .launch import launch
-from .ranks import local_device
+from .ranks import agree, choose_backend, local_device
 from .models import DigitsCNN
 from .utils import seed_everything
 
@@ -209,20 +209,17 @@ def throughput_worker(rank: int, world_size: int, batches: list[int], seconds: f
         t0 = time.perf_counter()
         for _ in range(3):
             step()
-        n = torch.tensor([max(3, int(seconds / ((time.perf_counter() - t0) / 3)))])
-        dist.broadcast(n, 0)
+        n = int(agree(max(3, int(seconds / ((time.perf_counter() - t0) / 3))), "rank0"))
         counter.calls = counter.bytes = 0
         dist.barrier()
         t0 = time.perf_counter()
-        for _ in range(int(n)):
+        for _ in range(n):
             step()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        dt = torch.tensor([time.perf_counter() - t0])
-        dist.all_reduce(dt, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
-        out.append({"global_batch": gb, "steps": int(n), "step_s": dt.item() / int(n),
-                    "samples_per_s": gb * int(n) / dt.item(), "buckets_per_step": counter.calls / int(n),
-                    "allreduce_bytes_per_step": counter.bytes / int(n)})
+        dt = agree(time.perf_counter() - t0, "max")  # the slowest rank sets the pace
+        out.append({"global_batch": gb, "steps": n, "step_s": dt / n, "samples_per_s": gb * n / dt,
+                    "buckets_per_step": counter.calls / n, "allreduce_bytes_per_step": counter.bytes / n})
     return out
 
 
@@ -235,10 +232,11 @@ def run_throughput(nprocs_list: tuple[int, ...] = (1, 2), batches: tuple[int, ..
     on a shared machine a burst of outside load slows one run, never speeds one up.
     """
     best: dict[tuple[int, int], dict] = {}
+    backend = choose_backend(max(nprocs_list))  # the same backend (and devices) for every process count
     for _ in range(repeats):
         for n in nprocs_list:
             res = launch(throughput_worker, n, args=(list(batches), seconds, channels, hidden), timeout=timeout,
-                         verbose=False)[0]
+                         backend=backend, verbose=False)[0]
             for r in res:
                 key = (n, r["global_batch"])
                 if key not in best or r["samples_per_s"] > best[key]["samples_per_s"]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import gc
 import math
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 from torch import nn
@@ -135,6 +136,18 @@ def small_mlp(seed: int = 0) -> nn.Module:
     return nn.Sequential(nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cycle collector off for a measurement, back to its old state after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def leak_curve(fixed: bool, iterations: int = 20, batch: int = 64, device: str | torch.device = "cpu") -> dict:
     """Run an evaluation loop that sums the loss; return the bytes held after each iteration (06).
 
@@ -146,7 +159,8 @@ def leak_curve(fixed: bool, iterations: int = 20, batch: int = 64, device: str |
     g = torch.Generator().manual_seed(0)
     held, cuda_alloc = [], []
     total: float | torch.Tensor = 0.0
-    with SavedTensorTracker() as tracker:
+    gc.collect()  # garbage of earlier work must not be freed during the measurement and look like a fix
+    with _gc_paused(), SavedTensorTracker() as tracker:
         for i in range(iterations):
             x, y = torch.rand(batch, 64, generator=g).to(device), torch.randint(0, 10, (batch,), generator=g).to(device)
             loss = nn.functional.cross_entropy(model(x), y)

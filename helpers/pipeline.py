@@ -18,7 +18,7 @@ from torch import nn
 
 from .device import gpu_count
 from .launch import launch
-from .ranks import local_device
+from .ranks import agree, local_device
 from .utils import torch_threads
 
 
@@ -158,13 +158,10 @@ def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int,
             dist.barrier()
             t0 = time.perf_counter()
             _gpipe_step(rank, stage, opt, x, y, m, width, events)
-            dt = torch.tensor([time.perf_counter() - t0])
-            dist.all_reduce(dt, op=dist.ReduceOp.MAX)
-            times.append(dt.item())
-        t_start = torch.tensor([min(e[3] for e in events)], dtype=torch.float64)
-        dist.all_reduce(t_start, op=dist.ReduceOp.MIN)  # one clock (CLOCK_MONOTONIC is shared on one machine)
+            times.append(agree(time.perf_counter() - t0, "max"))
+        t_start = agree(min(e[3] for e in events), "min")  # one clock (CLOCK_MONOTONIC is shared on one machine)
         out[m] = {"step_s": statistics.median(times),
-                  "events": [(s, k, i, a - t_start.item(), b - t_start.item()) for s, k, i, a, b in events]}
+                  "events": [(s, k, i, a - t_start, b - t_start) for s, k, i, a, b in events]}
     return out
 
 
@@ -329,9 +326,7 @@ def library_worker(rank: int, world_size: int, width: int, depth: int, batch: in
                 dist.barrier()
                 t0 = time.perf_counter()
                 step()
-                dt = torch.tensor([time.perf_counter() - t0])
-                dist.all_reduce(dt, op=dist.ReduceOp.MAX)
-                times.append(dt.item())
+                times.append(agree(time.perf_counter() - t0, "max"))
             out[(name, m)] = {"step_s": statistics.median(times), "peak_live": mod.peak,
                               "grads": [g.cpu() for g in grads],
                               "loss": (sum(l.item() for l in losses) / len(losses)) if losses else None}

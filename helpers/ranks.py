@@ -65,3 +65,18 @@ def local_device(backend: str | None = None) -> torch.device:
     if backend is None:
         backend = dist.get_backend() if dist.is_initialized() else choose_backend(local_world_size())
     return torch.device("cuda", local_rank()) if backend == "nccl" else torch.device("cpu")
+
+
+def agree(value: float, op: str = "max") -> float:
+    """The ``max`` (or ``min``) of ``value`` over all ranks, or rank 0's (``"rank0"``) (01, 03).
+
+    What timed distributed steps need: the slowest rank sets a step's time, one clock start is
+    shared, and rank 0 decides how many steps everyone runs. The scalar travels on this rank's
+    device, since nccl reduces GPU tensors only.
+    """
+    t = torch.tensor([value], dtype=torch.float64, device=local_device())
+    if op == "rank0":
+        dist.broadcast(t, 0)
+    else:
+        dist.all_reduce(t, op={"max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}[op])
+    return t.item()

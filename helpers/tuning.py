@@ -211,14 +211,15 @@ def train_digits(config: dict) -> None:
 
 
 def asha_rungs(max_t: int, grace_period: int = 1, reduction_factor: int = 3) -> list[int]:
-    """The epochs at which ASHA compares trials: grace_period · rf^k, up to max_t (04)."""
+    """The epochs at which Ray's ASHA compares trials: grace_period · rf^k for k = 0, 1, … (04).
+
+    The same formula as Ray's ``ASHAScheduler`` (one bracket): ``int(log(max_t / grace_period) /
+    log(rf)) + 1`` rungs. ``max_t`` is where every trial stops, and a rung only if it is one of these.
+    """
     if grace_period < 1 or reduction_factor < 2 or max_t < grace_period:
         raise ValueError("need grace_period >= 1, reduction_factor >= 2 and max_t >= grace_period")
-    rungs, t = [], grace_period
-    while t < max_t:
-        rungs.append(t)
-        t *= reduction_factor
-    return rungs + [max_t]
+    n = int(np.log(max_t / grace_period) / np.log(reduction_factor) + 1)
+    return [grace_period * reduction_factor ** k for k in range(n)]
 
 
 def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: str = "asha", searcher: str = "random",
@@ -335,8 +336,9 @@ def plot_asha(asha: dict, full: dict, rungs: list[int]):
     for ax, res, title in ((axes[0], asha, "ASHA"), (axes[1], full, "every trial to the end")):
         for c in res["curves"]:
             ax.plot(range(1, len(c) + 1), c, "o-", ms=3, lw=1, alpha=0.8)
-        for r in rungs[:-1]:
-            ax.axvline(r, color="gray", ls=":", lw=1)
+        for r in rungs:
+            if r < max(len(c) for c in full["curves"]):  # a rung at max_t compares nothing: every trial stops there
+                ax.axvline(r, color="gray", ls=":", lw=1)
         ax.set(title=f"{title}: {res['epochs']} epochs, best {res['best_accuracy']:.3f}", xlabel="epoch")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("validation accuracy")
