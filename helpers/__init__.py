@@ -15,7 +15,16 @@ function's docstring names the notebook it serves:
 - ``transfer``: transfer learning and augmentation (07)
 - ``bench``: ``python -m helpers.bench NAME|all``, the README's results table
 """
-from .checks import check
+import os as _os
+
+# Before torch loads OpenMP: let idle OpenMP threads sleep instead of spinning. With the default
+# (spinning) a kernel whose machine has one core busy elsewhere runs small models 10-50× slower:
+# measured on the course's 2-core reference machine, 3 epochs of DigitsCNN in a Jupyter kernel
+# took 15 s instead of 0.3 s while another process kept one core busy. Set OMP_WAIT_POLICY
+# yourself (before importing torch) to choose otherwise.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from .checks import check  # noqa: E402  (after the environment default above)
 from .data import load_datasets, make_loaders
 from .device import device_table, get_device, gpu_count, hardware_label, list_devices
 from .models import MLP, DigitsCNN, build_model, count_parameters
