@@ -6,6 +6,7 @@ torchvision only when asked for with ``download=True`` (e.g. in Colab).
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ CLASS_NAMES = [str(i) for i in range(10)]
 def data_dir() -> Path:
     """Where the course data lives: ``$BEYOND_ONE_GPU_DATA`` if set, else the repository's ``data/``."""
     env = os.environ.get("BEYOND_ONE_GPU_DATA")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "data"
+    return Path(env).expanduser() if env else Path(__file__).resolve().parent.parent / "data"
 
 
 def _stratified_split(labels: np.ndarray, sizes: tuple[int, int, int], seed: int) -> tuple[np.ndarray, ...]:
@@ -46,13 +47,22 @@ def _stratified_split(labels: np.ndarray, sizes: tuple[int, int, int], seed: int
 
 def load_digits_arrays(path: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The raw digits as ``(images uint8 [1797, 8, 8] in 0..16, labels int64 [1797])``."""
-    path = Path(path) if path is not None else data_dir() / "digits.npz"
+    path = Path(path).expanduser() if path is not None else data_dir() / "digits.npz"
     if not path.is_file():
         raise FileNotFoundError(
             f"course data not found at {path}. Run from a clone of the course repository "
             "(pip install -e . there), or set BEYOND_ONE_GPU_DATA to the folder holding digits.npz.")
-    with np.load(path) as f:
-        return f["images"], f["labels"]
+    fix = (f"the course data at {path} is damaged; restore it with `git checkout -- data/digits.npz` in the course "
+           "folder (or clone the course again)")
+    try:
+        with np.load(path, allow_pickle=False) as f:  # never unpickle: the file holds plain arrays only
+            images, labels = f["images"], f["labels"]
+    except (ValueError, OSError, KeyError, zipfile.BadZipFile, EOFError) as e:
+        raise ValueError(f"{fix} (it is not a readable .npz archive of two arrays: {type(e).__name__})") from None
+    if images.shape != (1797, 8, 8) or labels.shape != (1797,) or labels.min() < 0 or labels.max() > 9:
+        raise ValueError(f"{fix} (expected 1797 images of 8×8 with labels 0–9, found images {images.shape}, "
+                         f"labels {labels.shape})")
+    return images, labels
 
 
 def load_datasets(name: str = "digits", seed: int = 0, download: bool = False,

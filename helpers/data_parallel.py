@@ -23,6 +23,7 @@ from .data import load_datasets, tensors
 from .device import gpu_count
 from .models import DigitsCNN
 from .utils import torch_threads
+from .checks import Exercise
 
 
 def digits_batch(batch: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -335,3 +336,15 @@ def plot_throughputs(results: dict, gil_rows: list[dict], label: str = ""):
         fig.suptitle(label, fontsize=9)
     fig.tight_layout()
     return finish(fig)
+
+
+EXERCISES = [
+    Exercise("02.chunks_10_on_4", "ints", digest="b7cd62fdcc78976335891d93b91e586712b51bc80718dc4f07aa980b2937730c",
+             hint="torch.chunk makes chunks of ceil(n / k) rows and gives the last one what is left: try "
+                  "[len(c) for c in torch.arange(10).chunk(4)].",
+             why="Chunks are not always equal: the last device can get less work."),
+    Exercise("02.gathered_bytes", "int", digest="bc143d107c5be96e1d85e7c34c2d5c7a8456889e545b65ad42ae2d8af509248a",
+             hint="Every sample's output has one float32 (4 bytes) per class, and gather collects all of them on "
+                  "one device.",
+             why="Hundreds of MB on GPU 0 alone: why DataParallel users shrink the batch."),
+]

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -26,6 +27,7 @@ from .launch import launch
 from .ranks import agree, choose_backend, local_device
 from .models import DigitsCNN
 from .utils import seed_everything
+from .checks import Exercise
 
 
 # --- DistributedSampler, seen -------------------------------------------------------------------
@@ -275,38 +277,76 @@ def no_sync_worker(rank: int, world_size: int, accum: int, local_batch: int) -> 
 
 # --- torchrun --------------------------------------------------------------------------------------
 
-def torchrun_command(nproc: int = 2, nnodes: int = 1, node_rank: int = 0, endpoint: str | None = None,
+def torchrun_command(nproc: int = 2, nnodes: int = 1, endpoint: str | None = None,
                      script_args: tuple[str, ...] = ()) -> list[str]:
-    """The torchrun command line for this course's DDP script, one node (standalone) or several (03)."""
+    """The torchrun command line for this course's DDP script, one node (standalone) or several (03).
+
+    Several nodes meet at a c10d rendezvous: every node runs the *same* command, and the
+    rendezvous gives each its node rank (no ``--node_rank`` to set by hand).
+    """
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}"]
     if nnodes == 1 and endpoint is None:
         cmd.append("--standalone")  # a free local port is chosen for the rendezvous
     else:
         if endpoint is None:
             raise ValueError("several nodes need a rendezvous endpoint reachable by all, e.g. endpoint='10.0.0.1:29500'")
-        cmd += [f"--nnodes={nnodes}", f"--node_rank={node_rank}", "--rdzv_backend=c10d", f"--rdzv_endpoint={endpoint}",
-                "--rdzv_id=beyond-one-gpu"]
+        cmd += [f"--nnodes={nnodes}", "--rdzv_backend=c10d", f"--rdzv_endpoint={endpoint}", "--rdzv_id=beyond-one-gpu"]
     return cmd + ["-m", "helpers.ddp_script", *script_args]
 
 
-def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: float = 90) -> str:
-    """Run ``torchrun --standalone --nproc_per_node N -m helpers.ddp_script`` and return its output (03).
+def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: float = 90, nnodes: int = 1) -> str:
+    """Run the course's DDP script with torchrun and return what it printed (03).
 
-    The whole process group is killed if it outlives ``timeout`` seconds.
+    ``nnodes=1``: ``torchrun --standalone --nproc_per_node N``. ``nnodes=2``: a real two-node launch
+    on this machine: two torchrun agents, each a "node" with ``nproc`` processes, meeting at a c10d
+    rendezvous on 127.0.0.1 (a free port). Each agent runs in a process group of its own; all of
+    them are killed if the run outlives ``timeout`` seconds, fails on one node, is interrupted
+    (Jupyter's Stop), or if this kernel dies (a watchdog). Returns the nodes' outputs, node by node.
     """
-    cmd = torchrun_command(nproc, script_args=script_args)
+    from .procs import kill_group, watch_parent
+
+    if not isinstance(nnodes, int) or nnodes < 1:
+        raise ValueError(f"nnodes must be a positive int, got {nnodes!r}")
+    endpoint = None if nnodes == 1 else f"127.0.0.1:{_free_port()}"
+    cmd = torchrun_command(nproc, nnodes=nnodes, endpoint=endpoint, script_args=script_args)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
+    outs = [tempfile.TemporaryFile("w+") for _ in range(nnodes)]
+    agents = [subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+              for out in outs]
+    watchdog = watch_parent(groups=[a.pid for a in agents])  # if this kernel dies, the agents and workers go too
+    deadline = time.monotonic() + timeout
     try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        while any(a.poll() is None for a in agents):
+            if any(a.returncode not in (None, 0) for a in agents) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    finally:
+        for a in agents:
+            if a.poll() is None:
+                kill_group(a.pid)
+            a.wait()
+        watchdog.kill()
+        watchdog.wait()
+    texts = []
+    for out in outs:
+        out.seek(0)
+        texts.append(out.read())
+        out.close()
+    text = texts[0] if nnodes == 1 else "\n".join(f"--- node {i} ---\n{t}" for i, t in enumerate(texts))
+    if time.monotonic() > deadline:
         raise TimeoutError(f"torchrun did not finish within {timeout:g} s and was killed with all its workers")
-    if proc.returncode != 0:
-        raise RuntimeError(f"torchrun exited with code {proc.returncode}; its output:\n{out}")
-    return out
+    if any(a.returncode != 0 for a in agents):
+        codes = [a.returncode for a in agents]
+        raise RuntimeError(f"torchrun exited with code(s) {codes}; its output:\n{text}")
+    return text
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def pinned_copy_speed(mb: int = 64, repeats: int = 5) -> dict | None:
@@ -371,3 +411,16 @@ def plot_throughput(rows: list[dict], label: str = ""):
         fig.suptitle(label, fontsize=9)
     fig.tight_layout()
     return finish(fig)
+
+
+EXERCISES = [
+    Exercise("03.rank3_n10_k4", "int", digest="9a5bcd552aaadc3f8701ccb90fe40d73566a92beda416d3dd0c17d81881c32ba",
+             hint="The sampler pads the dataset to a multiple of the number of ranks, then deals it out like cards.",
+             why="Every rank gets the same number of samples, so no rank waits at the all-reduce."),
+    Exercise("03.padding_n10_k4", "int", digest="ef42eaa49ef601f793eaf5c5f383534409aebf15f3fe4aac3656b2220acd904d",
+             hint="Round the dataset size up to the next multiple of the number of ranks.",
+             why="Padding repeats samples; drop_last=True drops the tail instead."),
+    Exercise("03.allreduce_8", "int", digest="f532e3e731f475049d439455a19a9f7e483ca09da04242755b6898bfb35fc470",
+             hint="all_reduce with the default op sums what every rank contributes; each rank contributes rank + 1.",
+             why="Every rank ends with the same sum: that is what makes DDP's replicas identical."),
+]

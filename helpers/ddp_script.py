@@ -33,10 +33,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     dist.init_process_group(backend, init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()
-    if rank == 0:
-        print(f"torchrun started {world} processes; backend {backend}; "
-              f"MASTER_ADDR={os.environ['MASTER_ADDR']} (rank 0 speaking)")
     try:
+        _say_where(rank, world, backend, device)
         res = train_worker(rank, world, args.epochs, args.batch_size, args.lr, args.checkpoint)
         accs = [None] * world
         dist.all_gather_object(accs, res["val_acc"])
@@ -45,6 +43,17 @@ def main(argv: list[str] | None = None) -> None:
         dist.barrier()  # leave together: no rank tears down its connections while another still uses them
     finally:
         dist.destroy_process_group()
+
+
+def _say_where(rank: int, world: int, backend: str, device: torch.device) -> None:
+    """Rank 0 prints who runs where: each global rank, its node, its rank on that node, its device."""
+    where = [None] * world
+    dist.all_gather_object(where, (rank, int(os.environ.get("GROUP_RANK", 0)), int(os.environ["LOCAL_RANK"]), str(device)))
+    if rank == 0:
+        print(f"torchrun started {world} processes; backend {backend}; "
+              f"MASTER_ADDR={os.environ['MASTER_ADDR']} (rank 0 speaking)")
+        for r, node, local, dev in where:
+            print(f"  rank {r}: node {node}, local rank {local}, computes on {dev}")
 
 
 if __name__ == "__main__":

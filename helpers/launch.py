@@ -8,8 +8,10 @@
   port 0, so two launches at once never collide;
 - the *spawn* start method, safe after CUDA has been initialised in the notebook;
 - each rank's return value comes back to the notebook, its prints are relayed to the cell;
-- when a rank raises, every other rank is ended at once and the notebook gets the failing
-  rank's traceback; a hung launch is ended by ``timeout``; no process is left behind.
+- when a rank fails, every other rank is ended at once and the notebook is told which rank
+  failed *first* and how (its traceback, or the signal that killed it); a hung launch is ended
+  by ``timeout``; no process is left behind, not even one a rank started, and not when the
+  kernel itself dies.
 
 ``fn`` is called as ``fn(rank, world_size, *args)`` with ``torch.distributed`` already
 initialised. It must be importable by the new processes: define it in a module (a file next to
@@ -18,10 +20,14 @@ the notebook, or ``helpers``), not in a notebook cell (see notebook 03).
 from __future__ import annotations
 
 import io
+import math
+import multiprocessing
 import os
 import pickle
 import queue as queue_mod
+import signal
 import sys
+import threading
 import time
 import traceback
 from datetime import timedelta
@@ -32,18 +38,23 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from .device import hardware_label
+from .procs import kill_group
 from .ranks import choose_backend, local_device
 
 HOST = "127.0.0.1"
+SETTLE = 1.0  # seconds to keep listening after a first failure: the root cause may arrive second
+# how a peer's death reads in the traceback of a rank that was talking to it: a consequence, not a cause
+PEER_LOST = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "recvBytes", "sendBytes",
+             "Socket Timeout", "NCCL communicator was aborted")
 
 
 class LaunchError(RuntimeError):
-    """A rank failed; the message carries its traceback."""
+    """A rank failed; ``rank`` is the one that failed first, the message says how and shows the others."""
 
     def __init__(self, rank: int, details: str) -> None:
         self.rank = rank
         self.details = details
-        super().__init__(f"rank {rank} failed; its traceback:\n{details}")
+        super().__init__(f"rank {rank} failed; {details}")
 
 
 def check_importable(fn: Callable) -> None:
@@ -78,8 +89,21 @@ class _Relay(io.TextIOBase):
         return False
 
 
+def _die_with_parent(parent: int) -> None:
+    """In a rank: when the process that launched it is gone, end the rank and whatever it started."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
+
+
 def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int, threads: int,
-           timeout_s: float, args: tuple, q: Any, relay: bool) -> None:
+           timeout_s: float, args: tuple, q: Any, relay: bool, parent: int) -> None:
+    os.setpgrp()  # a process group of its own: the rank and anything it starts end together
+    _die_with_parent(parent)
+    q.put(("started", rank, os.getpid()))
     if relay:
         sys.stdout = _Relay(q, rank, "stdout")
         sys.stderr = _Relay(q, rank, "stderr")
@@ -109,18 +133,55 @@ def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int,
 
 
 def _end(procs: list) -> None:
-    """Terminate, then kill, every process still alive; reap them all."""
-    procs = [p for p in procs if p.pid is not None]  # started ones only
-    for p in procs:
-        if p.is_alive():
-            p.terminate()
-    deadline = time.monotonic() + 3
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-            p.join(2)
+    """Terminate, then kill, every rank and its process group; reap them all.
+
+    Pressing Stop again while this runs does not cut it short: the interrupt is re-raised once
+    every process is gone.
+    """
+    started = [p for p in procs if p.pid is not None]
+    interrupted = False
+    stage = 0
+    while stage < 3:
+        try:
+            if stage == 0:
+                for p in started:
+                    if p.is_alive():
+                        p.terminate()
+                stage = 1
+            if stage == 1:
+                deadline = time.monotonic() + 3
+                for p in started:
+                    p.join(max(0.0, deadline - time.monotonic()))
+                stage = 2
+            if stage == 2:
+                for p in started:
+                    kill_group(p.pid)  # the rank if still alive, and what it started
+                    if p.is_alive():
+                        p.kill()
+                    p.join(5)
+                stage = 3
+        except KeyboardInterrupt:
+            interrupted = True
+            stage = max(stage, 2)  # no more waiting: kill
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+def _refuse_during_bootstrap() -> None:
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError(
+            "launch() was called while this process was itself being started by launch(): your script calls "
+            "launch() when it is imported. spawn imports the script again in every new process, so put the call "
+            "under `if __name__ == \"__main__\":`.")
+
+
+def _check_run_arguments(threads: int, timeout: float) -> None:
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads must be a positive int, got {threads!r}")
+    if (not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not math.isfinite(timeout)
+            or not 1 <= timeout <= 86400):
+        raise ValueError(f"timeout must be a number of seconds from 1 to 86400 (a day), got {timeout!r}; starting "
+                         "the processes alone takes about a second")
 
 
 def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None = None, timeout: float = 120.0,
@@ -129,68 +190,134 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
 
     ``threads`` is ``torch.set_num_threads`` in every rank (1 by default, so that N processes on
     N cores do not fight over them). ``timeout`` (seconds) bounds the whole launch. Raises
-    :class:`LaunchError` with the failing rank's traceback, or ``TimeoutError``; in both cases
-    every rank has been ended before it raises. ``check=False`` skips the importability check,
-    to show the error spawn itself gives.
+    :class:`LaunchError` naming the rank that failed first (its traceback, or the signal that
+    killed it), or ``TimeoutError``; in both cases every rank has been ended before it raises.
+    ``check=False`` skips the importability check, to show the error spawn itself gives.
+
+    Example::
+
+        from helpers.launch import launch
+        from helpers import workers
+        launch(workers.all_reduce_sum, nprocs=4)   # [10.0, 10.0, 10.0, 10.0]
     """
+    _refuse_during_bootstrap()
     backend = choose_backend(nprocs, backend)
     if check:
         check_importable(fn)
-    if not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive int, got {threads!r}")
-    if not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    _check_run_arguments(threads, timeout)
     try:
         fn_bytes = pickle.dumps(fn)
         pickle.dumps(args)
     except Exception as e:
         raise TypeError(f"launch() needs a picklable function and args to reach the processes: {e}") from e
+    cores = os.cpu_count() or 1
     if verbose:
         print(f"launching {nprocs} process{'es' if nprocs > 1 else ''} (backend {backend}, "
               f"{threads} thread{'s' if threads > 1 else ''} each)")
+    if nprocs * threads > 2 * cores:
+        print(f"note: {nprocs} process(es) × {threads} thread(s) on {cores} core(s): each gets about "
+              f"{cores / (nprocs * threads):.2g} of a core, so this will be slow; timeout={timeout:g} s may be too short",
+              file=sys.stderr)
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     store = dist.TCPStore(HOST, 0, None, True, timedelta(seconds=timeout), wait_for_workers=False)
     procs = [ctx.Process(target=_entry, daemon=True, name=f"rank{r}",
-                         args=(fn_bytes, r, nprocs, backend, store.port, threads, timeout, args, q, relay_output))
+                         args=(fn_bytes, r, nprocs, backend, store.port, threads, timeout, args, q, relay_output,
+                               os.getpid()))
              for r in range(nprocs)]
-    results: dict[int, Any] = {}
-    failure: tuple[int, str] | None = None
+    run = _Run(nprocs)
     deadline = time.monotonic() + timeout
     try:
         for p in procs:
             p.start()
-        while len(results) < nprocs and failure is None:
-            try:
-                kind, rank, payload = q.get(timeout=0.05)
-            except queue_mod.Empty:
-                dead = [(r, p.exitcode) for r, p in enumerate(procs) if p.exitcode not in (None, 0) and r not in results]
-                if dead:
-                    _drain_for_errors(q, results)  # a traceback may still be in flight
-                    failure = failure or (dead[0][0], f"process exited with code {dead[0][1]} without a traceback "
-                                                      "(killed, out of memory, or a crash in native code)")
-                elif time.monotonic() > deadline:
-                    running = [r for r in range(nprocs) if r not in results]
-                    raise TimeoutError(
-                        f"launch did not finish within {timeout:g} s; rank(s) {running} still running were ended. "
-                        "A rank may be waiting in a collective (send/recv, all_reduce) that another rank never "
-                        "reaches; raise timeout= if the work is just slow.")
-                continue
-            if kind == "out":
-                _relay(rank, *payload)
-            elif kind == "ok":
-                results[rank] = torch.load(io.BytesIO(payload), weights_only=False)
-            else:
-                failure = (rank, payload)
-        if failure is not None:
-            raise LaunchError(*failure)
+        while len(run.results) < nprocs:
+            run.receive(q, wait=0.05)
+            exits = {r: p.exitcode for r, p in enumerate(procs) if p.exitcode is not None}
+            if run.failed(exits):
+                settle = time.monotonic() + SETTLE  # let the first cause arrive, if it comes second
+                while time.monotonic() < settle and any(p.exitcode is None for p in procs):
+                    run.receive(q, wait=0.05)
+                run.receive(q, wait=0.2)
+                raise run.diagnose({r: p.exitcode for r, p in enumerate(procs)})
+            if time.monotonic() > deadline:
+                running = [r for r in range(nprocs) if r not in run.results]
+                raise TimeoutError(
+                    f"launch did not finish within {timeout:g} s; rank(s) {running} still running were ended. "
+                    "A rank may be waiting in a collective (send/recv, all_reduce) that another rank never "
+                    "reaches; raise timeout= if the work is just slow.")
     finally:
         _end(procs)
-        _flush_output(q)
+        run.receive(q, wait=0.0, drain=True)
         q.close()
         q.join_thread()
         del store
-    return [results[r] for r in range(nprocs)]
+    return [run.results[r] for r in range(nprocs)]
+
+
+class _Run:
+    """What the ranks of one launch have said so far: started, results, errors (their tracebacks)."""
+
+    def __init__(self, nprocs: int) -> None:
+        self.nprocs = nprocs
+        self.started: set[int] = set()
+        self.results: dict[int, Any] = {}
+        self.errors: dict[int, str] = {}
+
+    def receive(self, q: Any, wait: float, drain: bool = False) -> None:
+        """Handle the next message (waiting up to ``wait`` s), or every queued one with ``drain``."""
+        while True:
+            try:
+                kind, rank, payload = q.get(timeout=wait) if wait else q.get_nowait()
+            except (queue_mod.Empty, OSError, ValueError):
+                return
+            if kind == "started":
+                self.started.add(rank)
+            elif kind == "out":
+                _relay(rank, *payload)
+            elif kind == "ok":
+                self.results[rank] = torch.load(io.BytesIO(payload), weights_only=False)
+            elif kind == "error":
+                self.errors[rank] = payload
+            if not drain:
+                return
+
+    def failed(self, exits: dict[int, int]) -> bool:
+        return bool(self.errors) or any(r not in self.results for r in exits)
+
+    def diagnose(self, exits: dict[int, int | None]) -> LaunchError:
+        """The error that names the first cause: a rank killed by a signal, one that vanished, or one that raised."""
+        notes = {r: _how_it_ended(r, code, r in self.started)
+                 for r, code in exits.items() if code is not None and r not in self.results and r not in self.errors}
+        signalled = [r for r, code in exits.items() if code is not None and code < 0 and r in notes]
+        causes = [r for r in self.errors if not any(s in self.errors[r] for s in PEER_LOST)]
+        first = (signalled or sorted(notes) or sorted(causes) or sorted(self.errors))[0]
+        text = notes[first] if first in notes else f"its traceback:\n{self.errors[first]}"
+        others = [f"rank {r}: {notes[r]}" for r in sorted(notes) if r != first]
+        others += [f"rank {r} then failed: {self.errors[r].strip().splitlines()[-1]}" for r in sorted(self.errors)
+                   if r != first]
+        if others:
+            text += "\nAfter that (consequences, most likely):\n" + "\n".join(others)
+        return LaunchError(first, text)
+
+
+def _how_it_ended(rank: int, code: int, started: bool) -> str:
+    """Why a rank that left no traceback is gone, in words, with the likely cause and the fix."""
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        why = {"SIGKILL": " (the out-of-memory killer sends SIGKILL: out of memory? Watch memory, or use a smaller "
+                          "batch or fewer processes)",
+               "SIGSEGV": " (a crash in native code: a segmentation fault)",
+               "SIGABRT": " (native code aborted: look above for its message)",
+               "SIGBUS": " (a crash in native code: often shared memory (/dev/shm) running out)"}.get(name, "")
+        return f"it was killed by {name}{why}"
+    if not started:
+        return (f"it exited with code {code} before running your function: spawn could not start it. The error is "
+                "printed above, outside this message. If you launched from a script, call launch() under "
+                "`if __name__ == \"__main__\":` (spawn imports the script again in every new process).")
+    if code == 0:
+        return ("it exited with code 0 without returning a result: does the function call sys.exit(), os._exit(), "
+                "or end the process some other way before returning?")
+    return f"it exited with code {code} without a traceback (os._exit, or a crash in native code)"
 
 
 def describe_launch(nprocs: int, threads: int = 1, backend: str | None = None) -> str:
@@ -205,28 +332,3 @@ def _relay(rank: int, stream: str, text: str) -> None:
     out = sys.stderr if stream == "stderr" else sys.stdout
     out.write(text)
     out.flush()
-
-
-def _drain_for_errors(q: Any, results: dict) -> None:
-    time.sleep(0.2)
-    while True:
-        try:
-            kind, rank, payload = q.get_nowait()
-        except queue_mod.Empty:
-            return
-        if kind == "out":
-            _relay(rank, *payload)
-        elif kind == "error":
-            raise LaunchError(rank, payload)
-        elif kind == "ok":
-            results[rank] = torch.load(io.BytesIO(payload), weights_only=False)
-
-
-def _flush_output(q: Any) -> None:
-    while True:
-        try:
-            kind, rank, payload = q.get_nowait()
-        except (queue_mod.Empty, OSError, ValueError):
-            return
-        if kind == "out":
-            _relay(rank, *payload)

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from .device import gputil_gpus, nvml_gpus
+from .checks import Exercise
 
 
 # --- watching the device ---------------------------------------------------------------------------
@@ -449,3 +450,22 @@ def plot_batch_search(search: BatchSearch, label: str = ""):
         fig.suptitle(label, fontsize=9)
     fig.tight_layout()
     return finish(fig)
+
+
+def _leak_batch128() -> int:
+    return leak_curve(False, iterations=3, batch=128)["bytes_per_iter"]
+
+
+EXERCISES = [
+    Exercise("06.leak_batch128", "int", compute=_leak_batch128,
+             hint="List the tensors each iteration saves (input, both ReLU outputs, the log-softmax, the targets, "
+                  "one scalar): which of them grow with the batch, and by how many bytes per sample?",
+             why="The leak grows linearly with the batch: a bigger batch hits the wall sooner."),
+    Exercise("06.checkpoint_n64", "int", digest="a832cc9d987dc6b16f7ad3788848204ecf9ae7619c190257e8d29acf4f15972a",
+             hint="With s segments you keep each segment's input, plus the outputs of the one segment being "
+                  "recomputed.",
+             why="√n segments keep O(√n) activations instead of n: memory for one extra forward."),
+    Exercise("06.fp16_bytes", "int", digest="bdf13d280865baba92e50868439e33ab355a535ca70ddc3f170aabd3f2c66ced",
+             hint="How many bytes does one float16 number take?",
+             why="Half of float32: 16-bit halves activations and weights alike."),
+]

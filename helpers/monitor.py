@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import socket
 import struct
 import sys
@@ -27,7 +25,9 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from .device import model_device
+from .files import OwnedFolder, user_path
 from .train import evaluate, train_one_epoch
+from .checks import Exercise
 
 
 # --- tqdm ------------------------------------------------------------------------------------------
@@ -60,23 +60,80 @@ def train_with_bars(model: nn.Module, train_loader: DataLoader, val_loader: Data
 
 # --- W&B mode ----------------------------------------------------------------------------------------
 
+_OFFLINE_SET_HERE = False  # whether WANDB_MODE=offline was exported by this module (not by the reader)
+
+
+def wandb_logged_in() -> bool:
+    """Whether wandb itself finds credentials for the server it is configured for (05).
+
+    Asks wandb's own lookup (``WANDB_API_KEY``, then ``.netrc`` for the configured host, then
+    wandb's settings): ``wandb login`` writes the key for its configured host, which is not always
+    ``api.wandb.ai``. Reads files only; makes no network call. (wandb's credential lookup is
+    internal API: this is the one place the course calls it, pinned by .ci/constraints.txt.)
+    """
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    _offline_until_known()  # wandb's settings are created now, from the environment: offline unless logged in
+    try:
+        from wandb.sdk import wandb_setup
+        from wandb.sdk.lib.wbauth import wbnetrc
+
+        settings = wandb_setup.singleton().settings
+        return bool(wbnetrc.read_netrc_auth(host=settings.base_url) or settings.api_key)
+    except ImportError:  # another wandb version: its public fallback
+        import wandb
+
+        return bool(wandb.api.api_key)
+    except Exception:  # an unreadable or malformed .netrc: not logged in
+        return False
+
+
 def wandb_mode() -> str:
     """``"online"`` when this machine is logged in to W&B (``wandb login``), else ``"offline"`` (05).
 
-    ``WANDB_MODE`` wins when set. Offline never needs an account or a network; the run is written
-    to disk and can be uploaded later with ``wandb sync``.
+    ``WANDB_MODE`` wins when the reader set it. Offline never needs an account or a network: the
+    run is written to disk (``wandb sync`` uploads it later), and wandb itself makes no network
+    call either (see :func:`_apply_wandb_mode`).
     """
-    if os.environ.get("WANDB_MODE"):
+    if os.environ.get("WANDB_MODE") and not _ours():
         return os.environ["WANDB_MODE"]
-    if os.environ.get("WANDB_API_KEY"):
-        return "online"
-    netrc = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
-    try:
-        if "api.wandb.ai" in netrc.read_text():
-            return "online"
-    except OSError:
-        pass
-    return "offline"
+    mode = "online" if wandb_logged_in() else "offline"
+    _apply_wandb_mode(mode)
+    return mode
+
+
+def _ours() -> bool:
+    """Whether the WANDB_MODE in the environment is the one this module exported (not the reader's)."""
+    return _OFFLINE_SET_HERE and os.environ.get("WANDB_MODE") == "offline"
+
+
+def _offline_until_known() -> None:
+    """Export ``WANDB_MODE=offline`` unless the reader chose a mode (see :func:`_apply_wandb_mode`)."""
+    global _OFFLINE_SET_HERE
+    if not os.environ.get("WANDB_MODE"):
+        os.environ["WANDB_MODE"] = "offline"
+        _OFFLINE_SET_HERE = True
+
+
+def _apply_wandb_mode(mode: str) -> None:
+    """Make wandb's own processes follow ``mode`` (05).
+
+    wandb decides from its environment, when its settings are first created, whether to send
+    telemetry: with only ``wandb.init(mode="offline")`` it still resolves and POSTs to its
+    telemetry host when a run ends (measured with wandb 0.31); with ``WANDB_MODE=offline`` in the
+    environment first, it makes no network call. So the course exports ``WANDB_MODE=offline``
+    before asking wandb anything (unless the reader chose a mode), and removes it again, with a
+    fresh start of wandb's settings, only when this machine turns out to be logged in.
+    """
+    global _OFFLINE_SET_HERE
+    if mode != "offline" and _ours():
+        import wandb
+
+        os.environ.pop("WANDB_MODE", None)
+        _OFFLINE_SET_HERE = False
+        wandb.teardown()  # settings (and any service) made while offline keep that environment: start afresh
+    elif mode == "offline":
+        _offline_until_known()
 
 
 # --- the one logger ---------------------------------------------------------------------------------
@@ -85,20 +142,22 @@ class Monitor:
     """Feeds TensorBoard and W&B from one ``log(metrics, step)`` call; a no-op on ranks other than 0 (05).
 
     ``Monitor(run_dir, config=..., wandb=True)``; use as a context manager or call ``close()``.
-    W&B runs offline unless this machine is logged in (see :func:`wandb_mode`).
+    W&B runs offline unless this machine is logged in (see :func:`wandb_mode`). ``run_dir`` must be
+    new or empty, or a folder an earlier Monitor wrote: a rerun then replaces only the files that
+    Monitor wrote, never anything else (see :class:`helpers.files.OwnedFolder`).
     """
 
     def __init__(self, run_dir: str | Path, config: dict | None = None, tensorboard: bool = True,
-                 wandb: bool = True, project: str = "beyond-one-gpu", rank: int = 0, fresh: bool = True) -> None:
-        self.run_dir = Path(run_dir)
+                 wandb: bool = True, project: str = "beyond-one-gpu", rank: int = 0) -> None:
+        self.folder = OwnedFolder(run_dir, "Monitor")
+        self.run_dir = self.folder.path
         self.active = rank == 0
         self.tb = None
         self.wandb_run = None
+        self._wandb_path: Path | None = None
         if not self.active:
             return
-        if fresh and self.run_dir.exists():
-            shutil.rmtree(self.run_dir)  # rerunning a notebook must not append to the last run's files
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.folder.claim()  # a rerun must not append to the last run's files
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
@@ -106,11 +165,12 @@ class Monitor:
         if wandb:
             import wandb as wb
 
+            mode = wandb_mode()
             # an absolute dir: a wandb-core service started elsewhere resolves relative paths from its own cwd
-            self.wandb_run = wb.init(project=project, config=config or {}, dir=str(self.run_dir.resolve()),
-                                     mode=wandb_mode(),
+            self.wandb_run = wb.init(project=project, config=config or {}, dir=str(self.run_dir), mode=mode,
                                      reinit="finish_previous",
                                      settings=wb.Settings(console="off", silent=True, x_disable_stats=True))
+            self._wandb_path = Path(self.wandb_run.dir).parent
 
     def log(self, metrics: dict[str, float], step: int) -> None:
         """Log scalar metrics at ``step`` to every backend."""
@@ -129,17 +189,21 @@ class Monitor:
 
     @property
     def wandb_dir(self) -> Path | None:
-        """The run's folder on disk (``.../wandb/offline-run-...``), for ``wandb sync``."""
-        if self.wandb_run is None:
+        """The run's folder on disk (``.../wandb/offline-run-...``), for ``wandb sync``; also after ``close()``."""
+        if self._wandb_path is None:
             return None
-        return Path(os.path.relpath(Path(self.wandb_run.dir).parent))  # relative: readable, and works for sync
+        return Path(os.path.relpath(self._wandb_path))  # relative: readable, and works for sync
 
     def close(self) -> None:
+        """Flush and close every backend; record the files written, for the next run's cleanup."""
         if self.tb is not None:
             self.tb.close()
             self.tb = None
         if self.wandb_run is not None:
             self.wandb_run.finish()
+            self.wandb_run = None
+        if self.active and self.folder.manifest.exists():
+            self.folder.seal()
 
     def __enter__(self) -> "Monitor":
         return self
@@ -156,15 +220,15 @@ def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str
 
     Scalars (``add_scalar`` and ``add_scalars``), weight and gradient histograms, an image grid of
     predictions, a matplotlib figure, the graph, an embedding with sprites, hparams, a PR curve
-    and a mesh.
+    and a mesh. ``log_dir`` must be new or empty, or written by an earlier call: a rerun replaces
+    only the files this function wrote (:class:`helpers.files.OwnedFolder`).
     """
     import matplotlib.pyplot as plt
     import torchvision
     from torch.utils.tensorboard import SummaryWriter
 
-    log_dir = Path(log_dir)
-    if log_dir.exists():
-        shutil.rmtree(log_dir)
+    folder = OwnedFolder(log_dir, "write_all_summaries")
+    log_dir = folder.claim()
     w = SummaryWriter(str(log_dir))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     device = model_device(model)
@@ -205,6 +269,7 @@ def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str
     hparams = {"lr": lr, "epochs": epochs, "model": type(model).__name__}
     w.add_hparams(hparams, {"hparam/val_acc": val["acc"]}, run_name="hparams")  # writes a sub-run
     w.close()
+    folder.seal()
     return {"epochs": epochs, "last": {"loss/val": val["loss"], "acc/val": val["acc"]}, "hist_tags": hist_tags,
             "hparams": hparams, "embedding_points": 100}
 
@@ -320,15 +385,48 @@ def check_tensorboard(port: int, timeout: float = 30) -> list[str]:
                        "read the %tensorboard cell's output for its error")
 
 
+def _is_that_tensorboard(info: Any) -> bool:
+    """Whether the registry entry's pid is still the TensorBoard it describes, started by this user."""
+    import psutil
+
+    try:
+        p = psutil.Process(info.pid)
+        cmd, created, uid = " ".join(p.cmdline()), p.create_time(), p.uids().real
+    except psutil.Error:  # gone, or not ours to inspect
+        return False
+    # TensorBoard registers itself once serving, a few seconds after it started: a process created
+    # after that moment is another program that got the pid when the real one was gone
+    return "tensorboard" in cmd and created <= info.start_time + 1 and uid == os.getuid()
+
+
+def _forget(info: Any) -> None:
+    """Remove a registry entry of TensorBoard's (its own format: one file per pid)."""
+    from tensorboard import manager
+
+    Path(manager._get_info_dir(), f"pid-{info.pid}.info").unlink(missing_ok=True)
+
+
 def stop_tensorboards(logdir: str | Path | None = None) -> int:
-    """End the TensorBoard servers serving ``logdir`` (all if None); return how many (05)."""
+    """End the TensorBoard servers serving ``logdir`` (all of this user's if None); return how many (05).
+
+    A registry entry whose process is gone, or whose pid now belongs to another program, is removed
+    and not counted: nothing but the TensorBoard that registered is ever signalled.
+    """
+    import psutil
+
     n = 0
     for info in running_tensorboards(logdir):
+        if not _is_that_tensorboard(info):
+            _forget(info)
+            continue
+        p = psutil.Process(info.pid)
+        p.terminate()
         try:
-            os.kill(info.pid, signal.SIGTERM)
-            n += 1
-        except ProcessLookupError:
-            pass
+            p.wait(5)
+        except psutil.TimeoutExpired:
+            p.kill()
+        _forget(info)
+        n += 1
     return n
 
 
@@ -407,3 +505,16 @@ def profile_training(model: nn.Module, loader: DataLoader, trace_path: str | Pat
             opt.zero_grad(set_to_none=True)
             prof.step()
     return prof
+
+
+EXERCISES = [
+    Exercise("05.scalar_points", "int", digest="e3c42f74094f8f4044fb4d9161be1ab7e753821fc303e97b5196fe7dbbb3a5be",
+             hint="How often does write_all_summaries call add_scalar for one tag?",
+             why="One point per call: the step you pass is the x axis."),
+    Exercise("05.add_scalars_runs", "int", digest="c540308f6bc251a19b79189e16336ae92ff9ec9f55dbaf7168270fc6b135ef5e",
+             hint="add_scalars writes each key of its dictionary as a run of its own.",
+             why="That is why TensorBoard lists loss_train and loss_val as runs beside '.'."),
+    Exercise("05.profiler_steps", "int", digest="7b0607b319319e3059a48bb74f283384ab619d50f03ceabc508d6e77cf6c0281",
+             hint="wait and warmup steps are run but not recorded.",
+             why="Warm-up keeps the profiler's own start-up cost out of the numbers."),
+]

@@ -20,6 +20,7 @@ from .device import gpu_count
 from .launch import launch
 from .ranks import agree, local_device
 from .utils import torch_threads
+from .checks import Exercise
 
 
 # --- the plain split ------------------------------------------------------------------------------
@@ -454,3 +455,18 @@ def plot_split_sweep(rows: list[dict], cost_rows: list[dict], label: str = ""):
         fig.suptitle(label, fontsize=9)
     fig.tight_layout()
     return finish(fig)
+
+
+EXERCISES = [
+    Exercise("01.bubble_p4_m6", "number", digits=2, digest="0a4050d0a78a0ebea8f6a9b02fc8a09ba9bd6f644b41275288c1ba06e64e7a7c",
+             hint="Draw the schedule: how many time slots does a stage wait while the pipe fills and drains, out "
+                  "of all the slots of the step?",
+             why="(p − 1)/(m + p − 1): with 4 stages, 6 micro-batches leave a third of the step idle."),
+    Exercise("01.ideal_p2_m8", "number", digits=3, digest="2bca165c1c0440125246c175d2072b06e0a7d76d74e5e41b3d3d31732241d48c",
+             hint="The naive split does p·m micro-batch slots' work in sequence; the pipeline needs m + p − 1 slots.",
+             why="It approaches p only as m grows: the bubble never quite disappears."),
+    Exercise("01.peak_1f1b_p4", "int", digest="9fddc51fe9297c9346b7a3a35ff6d88019e92bd74f63523e0bf807bc6cb6f27d",
+             hint="Under 1F1B the first stage starts its first backward as soon as the first micro-batch has come "
+                  "back from the last stage: how many forwards has it run by then?",
+             why="1F1B holds at most p micro-batches, whatever m is: memory no longer grows with m."),
+]

@@ -6,6 +6,7 @@ passed as ``logger`` (notebook 05 builds one that feeds TensorBoard and W&B too)
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -62,8 +63,8 @@ def evaluate(model: nn.Module, loader: DataLoader, device: torch.device | str | 
 
 def make_optimizer(model: nn.Module, name: str = "adam", lr: float = 1e-2) -> torch.optim.Optimizer:
     """``"adam"`` or ``"sgd"`` (with momentum 0.9) over the trainable parameters."""
-    if not (isinstance(lr, (int, float)) and lr > 0):
-        raise ValueError(f"learning rate must be a positive number, got {lr!r}; try 1e-2")
+    if not (isinstance(lr, (int, float)) and not isinstance(lr, bool) and 0 < lr < math.inf):
+        raise ValueError(f"learning rate must be a positive, finite number, got {lr!r}; try 1e-2")
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
         raise ValueError("the model has no trainable parameters (all frozen?); unfreeze some with requires_grad_(True)")
@@ -72,6 +73,15 @@ def make_optimizer(model: nn.Module, name: str = "adam", lr: float = 1e-2) -> to
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=0.9)
     raise ValueError(f"unknown optimizer {name!r}; choose 'adam' or 'sgd'")
+
+
+def _check_optimizer_owns(opt: torch.optim.Optimizer, model: nn.Module) -> None:
+    """Refuse an optimizer that holds none of the model's trainable parameters (it would train nothing)."""
+    mine = {id(p) for p in model.parameters() if p.requires_grad}
+    theirs = {id(p) for group in opt.param_groups for p in group["params"]}
+    if mine and not mine & theirs:
+        raise ValueError("the optimizer holds none of this model's parameters, so training would change nothing: "
+                         "build it from this model, e.g. torch.optim.Adam(model.parameters(), lr=3e-3)")
 
 
 def train_one_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optimizer,
@@ -83,7 +93,7 @@ def train_one_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optim
     device = model_device(model) if device is None else torch.device(device)
     model.train()
     total_loss, correct, n = 0.0, 0, 0
-    for x, y in loader:
+    for batch, (x, y) in enumerate(loader, 1):
         x, y = x.to(device), y.to(device)
         out = model(x)
         loss = nn.functional.cross_entropy(out, y)
@@ -91,11 +101,18 @@ def train_one_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optim
         loss.backward()
         opt.step()
         # .item() turns the 0-d tensor into a float, so no graph is kept alive (notebook 06)
-        total_loss += loss.item() * len(y)
+        value = loss.item()
+        if not math.isfinite(value):
+            raise FloatingPointError(f"the loss became {value} at batch {batch}: training diverged. "
+                                     "Lower the learning rate (try 10× smaller) and check the inputs for NaN/inf.")
+        total_loss += value * len(y)
         correct += (out.argmax(1) == y).sum().item()
         n += len(y)
         if on_batch is not None:
             on_batch(total_loss / n)
+    if n == 0:
+        raise ValueError("the training loader gave no batches: is its dataset empty, or is drop_last=True with a "
+                         "batch_size larger than the dataset?")
     return {"loss": total_loss / n, "acc": correct / n}
 
 
@@ -109,14 +126,19 @@ def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | N
     where to train; the model is moved there. By default the model stays where it is (the
     notebook decides the device once: ``model = DigitsCNN().to(device)``).
     """
-    if not isinstance(epochs, int) or epochs < 1:
+    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
         raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    for name, loader in (("train_loader", train_loader), ("val_loader", val_loader)):
+        if isinstance(loader, dict):
+            raise TypeError(f"{name} is a dict of loaders; pass one loader, e.g. train(model, loaders['train'], "
+                            "loaders['val'])")
     if device is None:
         device = model_device(model)
     else:
         device = get_device(str(device))
         model.to(device)
     opt = make_optimizer(model, optimizer, lr) if isinstance(optimizer, str) else optimizer
+    _check_optimizer_owns(opt, model)
     hist = History()
     bar = tqdm(total=epochs * len(train_loader), desc=desc, disable=not progress, unit="batch", leave=True)
     for epoch in range(epochs):

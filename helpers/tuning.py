@@ -9,6 +9,10 @@ from __future__ import annotations
 import logging
 import math
 import os
+import secrets
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -18,8 +22,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 from torch import nn
+from .checks import Exercise
 
 METRIC, MODE = "val_acc", "max"
+
+# The clusters init_ray starts are protected by a token (Ray's token authentication): every node and
+# this driver share one secret, which Ray reads from the environment when it is first imported.
+_RAY_IMPORTED_FIRST = "ray" in sys.modules
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
 
 
 # --- grid vs random --------------------------------------------------------------------------------
@@ -131,35 +142,169 @@ def plot_bayes_steps(steps: list[dict], f: Callable = toy_1d):
 
 # --- Ray: start, search space, trainable ---------------------------------------------------------------
 
+_TEMP_DIR: Path | None = None
+_WATCHDOG = None  # the process that cleans up Ray if this kernel dies first
+_SESSION = [""]  # the running Ray session's own folder: every process of the session names it
+
+
 def ray_temp_dir() -> Path:
-    """A short temp folder of the course's for Ray's sockets and logs (not Ray's /tmp/ray default)."""
-    return Path(tempfile.gettempdir()) / "beyond-one-gpu-ray"
+    """This user's private folder for Ray's sockets, logs and session files (04).
+
+    Short (Ray's socket paths must stay under ~100 characters) and private (mode 700, owned by this
+    user): a fixed shared name such as /tmp/beyond-one-gpu-ray can already exist on a shared
+    machine, made by someone else and writable by all. If the usual folder is not ours and
+    private, a fresh one is made.
+    """
+    global _TEMP_DIR
+    if _TEMP_DIR is not None and _TEMP_DIR.is_dir():
+        return _TEMP_DIR
+    path = Path(tempfile.gettempdir()) / f"bog-ray-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        st = path.lstat()
+        if path.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise PermissionError(f"{path} is not private to this user")
+    except OSError:
+        path = Path(tempfile.mkdtemp(prefix="bog-ray-"))  # mkdtemp makes it mode 700
+    _TEMP_DIR = path
+    return path
 
 
-def init_ray(num_cpus: int | None = None, quiet: bool = True) -> dict:
-    """Start Ray sized to this machine (every CPU, every GPU), quietly; reuse it if already running (04)."""
+def _ray_cli(*args: str, timeout: float = 90) -> None:
+    """Run ``ray ARGS`` (the CLI of this environment's Ray); raise with its output if it fails."""
+    cmd = [sys.executable, "-m", "ray.scripts.scripts", *args]
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if r.returncode:
+        raise RuntimeError(f"`ray {' '.join(args)}` failed:\n{(r.stdout + r.stderr)[-2000:]}")
+
+
+def init_ray(num_cpus: int | None = None, nodes: int = 1, quiet: bool = True) -> dict:
+    """Start Ray on this machine, quietly; with ``nodes=2``, a real two-node cluster (04).
+
+    ``nodes=1``: ``ray.init`` with every CPU (or ``num_cpus``) and every GPU. ``nodes=2``: a head
+    node and a worker node started with ``ray start --head`` and ``ray start --address=…`` on
+    127.0.0.1, the CPUs split between them (GPUs go to the head node), and this notebook connects
+    as the driver. Calling it again reuses what runs; asking for another size while Ray runs
+    raises, saying to call :func:`shutdown_ray` first. Ray's processes are cleaned up by
+    :func:`shutdown_ray`, and by a watchdog if the kernel dies first.
+
+    Example::
+
+        init_ray(nodes=2)          # two nodes on this machine
+        run_tuner("asha", num_samples=8, max_t=3)
+        shutdown_ray()
+    """
     import ray
 
+    if num_cpus is not None and (not isinstance(num_cpus, int) or isinstance(num_cpus, bool) or num_cpus < 1):
+        raise ValueError(f"num_cpus must be a positive int or None (every CPU), got {num_cpus!r}")
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
+        raise ValueError(f"nodes must be a positive int, got {nodes!r}")
+    cpus = num_cpus or os.cpu_count() or 1
+    if nodes > cpus:
+        raise ValueError(f"{nodes} nodes need at least one CPU each and {cpus} are available; use nodes<={cpus}")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # the classic table reporter, with chosen columns
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    if not ray.is_initialized():
-        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=not quiet,
-                 logging_level=logging.ERROR if quiet else logging.INFO, _temp_dir=str(ray_temp_dir()),
-                 configure_logging=True)
+    if ray.is_initialized():
+        res = ray.cluster_resources()
+        alive = sum(n["Alive"] for n in ray.nodes())
+        if (num_cpus is not None and int(res.get("CPU", 0)) != num_cpus) or alive != nodes:
+            raise RuntimeError(f"Ray is already running here with {int(res.get('CPU', 0))} CPU(s) on {alive} node(s); "
+                               f"call shutdown_ray() first to start it again with num_cpus={num_cpus}, nodes={nodes}")
+    else:
+        if nodes > 1 and _RAY_IMPORTED_FIRST and os.environ.get("RAY_AUTH_MODE") != "token":
+            raise RuntimeError("ray was imported before helpers.tuning, so this kernel cannot join a cluster "
+                               "protected by a token; restart the kernel and import helpers.tuning first")
+        try:
+            _start_ray(cpus, nodes, logging.ERROR if quiet else logging.INFO, not quiet)
+        except BaseException:  # a failed or interrupted start leaves nothing behind
+            shutdown_ray()
+            raise
     if quiet:
         for name in ("ray", "ray.tune", "ray.train", "ray.data"):
             logging.getLogger(name).setLevel(logging.ERROR)
     res = ray.cluster_resources()
-    return {"cpus": int(res.get("CPU", 0)), "gpus": int(res.get("GPU", 0))}
+    return {"cpus": int(res.get("CPU", 0)), "gpus": int(res.get("GPU", 0)),
+            "nodes": sum(n["Alive"] for n in ray.nodes())}
 
 
-def shutdown_ray() -> None:
-    """Stop Ray if it runs (04)."""
+def _start_ray(cpus: int, nodes: int, log_level: int, log_to_driver: bool) -> None:
+    """``ray.init`` on this machine, or ``ray start`` a head and worker nodes on 127.0.0.1 and connect."""
     import ray
+
+    global _WATCHDOG
+    from .procs import watch_parent
+
+    # a folder of this session's own, inside this user's private one: every process of the session
+    # names it (in its command line, its environment, or the log files it keeps open), which is how
+    # shutdown_ray and the watchdog find them all, and nothing else
+    temp = Path(tempfile.mkdtemp(prefix="", dir=ray_temp_dir()))
+    _SESSION[0] = str(temp)
+    os.environ["BEYOND_ONE_GPU_SESSION"] = _SESSION[0]
+    try:
+        _WATCHDOG = watch_parent(marker=_SESSION[0])  # if this kernel dies, its Ray processes go too
+        if nodes == 1:
+            ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=log_to_driver, logging_level=log_level,
+                     _temp_dir=str(temp), configure_logging=True)
+            return
+        port = _free_port()
+        share = [cpus // nodes + (i < cpus % nodes) for i in range(nodes)]
+        common = ["--node-ip-address=127.0.0.1", "--disable-usage-stats", f"--temp-dir={temp}"]
+        _ray_cli("start", "--head", f"--port={port}", f"--num-cpus={share[0]}", "--include-dashboard=false", *common)
+        for c in share[1:]:
+            _ray_cli("start", f"--address=127.0.0.1:{port}", f"--num-cpus={c}", "--num-gpus=0", *common)
+        ray.init(address=f"127.0.0.1:{port}", log_to_driver=log_to_driver, logging_level=log_level,
+                 configure_logging=True)
+    finally:
+        os.environ.pop("BEYOND_ONE_GPU_SESSION", None)  # Ray's processes have it; later ones of this kernel must not
+
+
+def cluster_nodes() -> list[dict]:
+    """The nodes of the running Ray cluster, from ``ray.nodes()``: address, CPUs, GPUs, alive (04)."""
+    import ray
+
+    return [{"node": n["NodeManagerAddress"] + ":" + str(n["NodeManagerPort"]), "alive": n["Alive"],
+             "cpus": int(n["Resources"].get("CPU", 0)), "gpus": int(n["Resources"].get("GPU", 0)),
+             "head": "node:__internal_head__" in n["Resources"]} for n in ray.nodes()]
+
+
+def shutdown_ray(grace: float = 3.0) -> list[int]:
+    """Stop Ray and every process of its session; return the pids that had to be ended by hand (04).
+
+    ``ray.shutdown()`` disconnects this notebook (and stops a local Ray). The nodes of a cluster
+    that :func:`init_ray` started, and any of Ray's agents that ignore SIGTERM, are then ended:
+    every process carrying this session's marker, SIGTERM first, SIGKILL after ``grace`` seconds.
+    Nothing else is touched (``ray stop`` would end every Ray on the machine). Safe to call when
+    Ray is not running.
+    """
+    import ray
+
+    global _WATCHDOG
+    from .procs import end_processes, session_processes
 
     if ray.is_initialized():
         ray.shutdown()
+    ended: list[int] = []
+    if _SESSION[0]:
+        watchdog = _WATCHDOG.pid if _WATCHDOG is not None else None
+        ended = end_processes((p for p in session_processes(_SESSION[0]) if p.pid != watchdog), grace=grace)
+        shutil.rmtree(_SESSION[0], ignore_errors=True)  # the session folder init_ray made: its logs and sockets
+        _SESSION[0] = ""
+    if _WATCHDOG is not None:
+        _WATCHDOG.kill()
+        _WATCHDOG.wait()
+        _WATCHDOG = None
+    return ended
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def search_space(lr: tuple[float, float] = (1e-4, 3e-2), hidden: Sequence[int] = (16, 32, 64, 128),
@@ -171,8 +316,11 @@ def search_space(lr: tuple[float, float] = (1e-4, 3e-2), hidden: Sequence[int] =
     """
     from ray import tune
 
+    if not isinstance(lr, (tuple, list)) or len(lr) != 2:
+        raise ValueError(f"lr must be the two bounds of a log-uniform range, (low, high) such as (1e-4, 3e-2); "
+                         f"got {lr!r}")
     lo, hi = lr
-    if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and 0 < lo < hi):
+    if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and 0 < lo < hi < math.inf):
         raise ValueError(f"learning-rate bounds must satisfy 0 < low < high for a log-uniform search, got {lr}")
     for name, choices in (("hidden", hidden), ("batch_size", batch_size)):
         if len(choices) == 0:
@@ -232,6 +380,7 @@ def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: str = 
     "optuna" or "bohb" (``TuneBOHB``). The summary holds every trial's learning curve, the
     epochs spent, the best configuration and its accuracy.
     """
+    _check_budget(num_samples, max_t, grace_period, reduction_factor)
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, HyperBandForBOHB
     from ray.tune.search.basic_variant import BasicVariantGenerator
@@ -279,33 +428,71 @@ def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: str = 
         warnings.filterwarnings("ignore", category=RuntimeWarning, module="statsmodels")
         grid = tuner.fit()
     seconds = time.perf_counter() - t0
-    return summarize(grid, seconds)
+    out = summarize(grid, seconds)
+    if out["interrupted"]:
+        print(f"Stopped before the end: {out['trials']} of {len(grid)} trials reported results "
+              f"({out['trials_without_result']} reported none); the summary covers those.")
+    return out
+
+
+def _check_budget(num_samples: int, max_t: int, grace_period: int, reduction_factor: int) -> None:
+    """Refuse a budget Ray would misread before any trial starts (Ray reads num_samples=-1 as 'forever')."""
+    def positive_int(v: object) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+    if not positive_int(num_samples):
+        raise ValueError(f"num_samples must be a positive int (how many configurations to try), got {num_samples!r}; "
+                         "Ray would read -1 as 'sample forever'")
+    if not positive_int(max_t):
+        raise ValueError(f"max_t must be a positive int (the most epochs a trial may train), got {max_t!r}")
+    if not positive_int(grace_period) or grace_period > max_t:
+        raise ValueError(f"grace_period must be an int from 1 to max_t={max_t}, got {grace_period!r}")
+    if not isinstance(reduction_factor, (int, float)) or isinstance(reduction_factor, bool) or reduction_factor < 2:
+        raise ValueError(f"reduction_factor must be at least 2 (ASHA keeps the top 1/rf), got {reduction_factor!r}")
 
 
 def _trial_resources() -> dict:
-    """One CPU per trial, and a fraction of a GPU when there are GPUs (two trials share one)."""
+    """One CPU per trial, and half a GPU when every node has a GPU (two trials share one) (04).
+
+    On a cluster where some node has no GPU, trials ask for CPUs only, so that every node can run
+    them (a trial that asks for a GPU can only be placed on a node that has one).
+    """
     import ray
 
-    gpus = ray.cluster_resources().get("GPU", 0)
-    return {"cpu": 1, "gpu": 0.5} if gpus else {"cpu": 1}
+    nodes = [n for n in ray.nodes() if n["Alive"]]
+    with_gpu = all(n["Resources"].get("GPU", 0) >= 1 for n in nodes) and nodes
+    return {"cpu": 1, "gpu": 0.5} if with_gpu else {"cpu": 1}
 
 
 def summarize(grid: Any, seconds: float) -> dict:
-    """Learning curves, epochs spent and the best trial of a ``ResultGrid`` (04)."""
-    curves, configs, errors = [], [], 0
+    """Learning curves, epochs spent and the best trial of a ``ResultGrid`` (04).
+
+    Trials that reported nothing (stopped by Jupyter's Stop before their first epoch ended, or
+    never started) are counted, not summarised; ``interrupted`` says whether the experiment
+    ended before every trial finished.
+    """
+    curves, configs, errors, silent = [], [], 0, 0
     for r in grid:
         if r.error:
             errors += 1
             continue
         df = r.metrics_dataframe
+        if df is None or METRIC not in df:
+            silent += 1
+            continue
         curves.append([float(v) for v in df[METRIC]])
         configs.append(_plain(r.config))
+    interrupted = grid.num_terminated + grid.num_errors < len(grid)
     if not curves:
-        raise RuntimeError(f"every trial failed ({errors}); look at the first error: {next(iter(grid)).error}")
-    best = grid.get_best_result(metric=METRIC, mode=MODE, scope="all")
+        first = next((r.error for r in grid if r.error), None)
+        if first is not None:
+            raise RuntimeError(f"every trial failed ({errors}); the first error: {first}")
+        raise RuntimeError(f"no trial reported a result ({len(grid)} started)"
+                           + ("; the experiment was stopped before any epoch ended" if interrupted else ""))
+    best = max(range(len(curves)), key=lambda i: max(curves[i]))
     return {"curves": curves, "configs": configs, "epochs": sum(len(c) for c in curves),
-            "best_accuracy": max(max(c) for c in curves), "best_config": _plain(best.config),
-            "errors": errors, "seconds": seconds, "trials": len(curves)}
+            "best_accuracy": max(curves[best]), "best_config": configs[best], "errors": errors,
+            "seconds": seconds, "trials": len(curves), "trials_without_result": silent, "interrupted": interrupted}
 
 
 def _plain(config: dict) -> dict:
@@ -403,3 +590,17 @@ def old_api_errors(storage: str | Path = "ray_results") -> dict:
         last = str(err).strip().splitlines()[-1] if err else "no error"
         out[label] = f"{type(err).__name__ if err else ''}: {last}"
     return out
+
+
+EXERCISES = [
+    Exercise("04.rungs_rf2", "ints", digest="d9e20f6b1fe76fb2913bdbc1828655ca7c280fd03b1536e4da09da32f1f0f359",
+             hint="Start at grace_period and multiply by the reduction factor while you stay within max_t "
+                  "(asha_rungs computes it as Ray does).",
+             why="A smaller reduction factor means more rungs: more chances to stop a weak trial."),
+    Exercise("04.grid_distinct", "int", digest="a44b8cb3a3c86f77a469e6b85e9b824911d0fcf92715f5890fffd7f55bcbec76",
+             hint="A grid repeats each value of one parameter for every value of the other.",
+             why="Random search tries as many distinct values as it has trials."),
+    Exercise("04.full_epochs", "int", digest="613e73f48e5b20534b3424cb7fac439fcb35faafaf0c842b2c7b826434f23d3f",
+             hint="Without early stopping every trial trains for max_t epochs.",
+             why="This is the budget ASHA's savings are measured against."),
+]

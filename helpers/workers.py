@@ -70,3 +70,45 @@ def bars_worker(rank: int, world_size: int, steps: int = 20) -> bool:
     for _ in bar:
         time.sleep(0.01)
     return drew
+
+
+def die_on_rank(rank: int, world_size: int, bad_rank: int = 1, how: str = "SIGKILL") -> int:
+    """Rank ``bad_rank`` dies without a traceback while the others wait in a collective (failure drill).
+
+    ``how``: a signal name (``"SIGKILL"``, as the out-of-memory killer sends; ``"SIGSEGV"``, as a
+    crash in native code ends) or ``"exit0"`` (``os._exit(0)``: gone, and with a success code).
+    """
+    import signal
+
+    if rank == bad_rank:
+        time.sleep(0.3)  # let the others reach the collective first
+        if how == "exit0":
+            os._exit(0)
+        os.kill(os.getpid(), getattr(signal, how))
+    dist.barrier()
+    return rank
+
+
+def start_child_and_return(rank: int, world_size: int, seconds: float = 300) -> int:
+    """Start a long-running subprocess and return at once: the launch must not leave it behind (failure drill)."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+    return child.pid
+
+
+def ignore_sigterm_and_hang(rank: int, world_size: int) -> int:
+    """A rank that ignores SIGTERM and never returns: only SIGKILL ends it (failure drill)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        time.sleep(1)
+
+
+def print_pid_and_hang(rank: int, world_size: int) -> int:
+    """Print this rank's process id, then hang: for drills that kill the launching process (failure drill)."""
+    print(f"rank {rank} pid {os.getpid()}", flush=True)
+    while True:
+        time.sleep(1)

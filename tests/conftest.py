@@ -58,3 +58,42 @@ def run_in_kernel(sources: list[str], cwd: Path | str = NOTEBOOKS, env: dict | N
 def kernel():
     """``kernel(sources, cwd=..., env=...)``: run code cells in a fresh kernel (see :func:`run_in_kernel`)."""
     return run_in_kernel
+
+
+# --- nothing outlives the suite --------------------------------------------------------------------------
+
+def _leftovers() -> list[psutil.Process]:
+    """Processes the suite started that are still alive: descendants of this process, and Ray's session
+    processes (which `ray start` detaches), minus multiprocessing's resource tracker and wandb's service."""
+    from helpers.procs import session_processes
+    from helpers.tuning import ray_temp_dir
+
+    keep = ("resource_tracker", "wandb-core", "wandb_core", "wandb/bin")
+    procs = {p.pid: p for p in psutil.Process().children(recursive=True)}
+    procs.update({p.pid: p for p in session_processes(str(ray_temp_dir()))})
+    out = []
+    for p in procs.values():
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and not any(k in " ".join(p.cmdline()) for k in keep):
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run if any process it started is still alive at the end (and end those processes)."""
+    import time
+
+    deadline = time.monotonic() + 10  # processes being torn down get a moment
+    left = _leftovers()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = _leftovers()
+    if left:
+        from helpers.procs import end_processes
+
+        names = [f"{p.pid}: {' '.join(p.cmdline())[:100]}" for p in left]
+        end_processes(left)
+        print("\nProcesses left behind by the test suite (now ended):\n  " + "\n  ".join(names))
+        session.exitstatus = 1

@@ -21,25 +21,20 @@ def _setup(kernel, home, repo, extra=()):
                   cwd=home.parent, env=env, timeout=600)
 
 
-def test_setup_cell_clones_installs_and_imports_then_a_rerun_is_instant(kernel, tmp_path):
+def test_setup_cell_clones_installs_and_imports_a_rerun_is_instant_and_a_half_install_is_redone(kernel, tmp_path):
     home = tmp_path / "content" / "beyond-one-gpu"
     home.parent.mkdir()
+    unmark = f"import os; os.remove({str(home / '.installed')!r})"   # as if the kernel died during pip
     res = _setup(kernel, home, f"file://{ROOT}",
-                 extra=[setup_cell(), "print(helpers.__file__, _calls)"])  # Run All twice in one session
+                 extra=[setup_cell(), "print(helpers.__file__, _calls)",          # Run All twice in one session
+                        unmark, setup_cell(), "print(_calls)"])
     assert all(r["status"] == "ok" for r in res), [r for r in res if r["status"] != "ok"]
-    first, second = res[3]["output"], res[5]["output"]
+    first, second, third = res[3]["output"], res[5]["output"], res[8]["output"]
     assert first.startswith(str(home / "helpers")), first             # the cloned course is the one imported
-    assert "['clone', 'pip']" in first and (home / ".installed").exists()
+    assert "['clone', 'pip']" in first
     assert "['clone', 'pip']" in second                                 # the second run called nothing new
-
-
-def test_a_half_finished_install_is_retried_without_cloning_again(kernel, tmp_path):
-    home = tmp_path / "content" / "beyond-one-gpu"
-    home.parent.mkdir()
-    assert _setup(kernel, home, f"file://{ROOT}")[2]["status"] == "ok"
-    (home / ".installed").unlink()                                      # as if the kernel died during pip
-    res = _setup(kernel, home, f"file://{ROOT}")
-    assert res[2]["status"] == "ok" and "['pip']" in res[3]["output"]
+    assert "['clone', 'pip', 'pip']" in third                           # half done: installed again, not cloned
+    assert (home / ".installed").exists()
 
 
 def test_a_bad_course_url_stops_with_the_fix(kernel, tmp_path):

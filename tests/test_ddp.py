@@ -29,11 +29,20 @@ def test_equivalence_needs_an_even_split():
 def test_multi_node_command_needs_an_endpoint():
     with pytest.raises(ValueError, match="rendezvous endpoint"):
         ddp.torchrun_command(nproc=2, nnodes=2)
-    cmd = ddp.torchrun_command(nproc=2, nnodes=2, node_rank=1, endpoint="10.0.0.1:29500")
-    assert "--node_rank=1" in cmd and "--rdzv_endpoint=10.0.0.1:29500" in cmd
+    cmd = ddp.torchrun_command(nproc=2, nnodes=2, endpoint="10.0.0.1:29500")
+    assert "--rdzv_endpoint=10.0.0.1:29500" in cmd and "--rdzv_backend=c10d" in cmd
+    assert not any(a.startswith("--node_rank") for a in cmd)   # the c10d rendezvous assigns node ranks
     assert "--standalone" in ddp.torchrun_command(2)
 
 
 def test_sampler_bad_input():
     with pytest.raises(ValueError, match="world_size >= 1"):
         ddp.sampler_indices(10, 0)
+
+
+def test_two_torchrun_nodes_meet_on_loopback_and_each_rank_uses_its_local_rank(tmp_path):
+    """A real two-node launch on one machine: two agents, one c10d rendezvous on 127.0.0.1."""
+    out = ddp.run_torchrun(1, script_args=("--epochs", "1", "--checkpoint", str(tmp_path / "ck.pt")), nnodes=2,
+                           timeout=120)
+    assert "rank 0: node 0, local rank 0" in out and "rank 1: node 1, local rank 0" in out
+    assert "validation accuracy on every rank" in out

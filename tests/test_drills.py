@@ -109,5 +109,4 @@ def test_a_changed_helper_result_fails_the_suite(tmp_path):
     r = _nested_pytest(["notebooks/06_oom_troubleshooting.ipynb"], env_extra=env)
     assert r.returncode != 0, "nbval passed although a helper's result changed"
     assert "150,532" in r.stdout  # the committed output the changed run no longer matches
-    clean = _nested_pytest(["notebooks/06_oom_troubleshooting.ipynb"])
-    assert clean.returncode == 0, clean.stdout[-3000:]
+    # (the unchanged notebook passing is the main nbval run of 06 itself)

@@ -92,7 +92,7 @@ def test_more_gpu_processes_than_gpus(monkeypatch):
     ({"backend": "mpi2"}, ValueError, "unknown backend"),
     ({"nprocs": 0}, ValueError, "nprocs must be a positive int"),
     ({"threads": 0}, ValueError, "threads must be a positive int"),
-    ({"timeout": -1}, ValueError, "timeout must be a positive number"),
+    ({"timeout": -1}, ValueError, "timeout must be a number of seconds"),
 ])
 def test_bad_launch_arguments(kwargs, exc, match):
     with pytest.raises(exc, match=match):

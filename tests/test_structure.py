@@ -1,5 +1,6 @@
 """Every notebook follows the course anatomy (COURSE.md): title, goals, setup cell, exercises, short cells."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,21 @@ def test_committed_executed_without_errors(path):
     assert counts == list(range(1, len(code) + 1)), "run top to bottom in a fresh kernel before committing"
     for c in code:
         assert not any(o["output_type"] == "error" for o in c["outputs"]), "a stored error output"
+
+
+SPEED = re.compile(r"(speedup|efficiency|throughput|samples_per_s|per_second|seconds|step_s|_ms\b|faster|slower|"
+                   r"sec_per|busbw|bandwidth)", re.I)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_notebook_asserts_a_speed(path):
+    """Speed targets live in `python -m helpers.bench` and the README, never in a notebook assert: a slower
+    laptop or a busy machine must not fail a Run All. An assert that orders (<, >) a time or a speed is
+    refused; a generous bound on how long a failure may take is allowed with the tag `timing-bound-ok`."""
+    for i, c in enumerate(_cells(path)):
+        if c["cell_type"] != "code" or "timing-bound-ok" in c.get("metadata", {}).get("tags", []):
+            continue
+        for line in _src(c).splitlines():
+            if line.lstrip().startswith("assert") and SPEED.search(line) and re.search(r"[<>]", line):
+                raise AssertionError(f"{path.name} cell {i} asserts a speed: {line.strip()!r}; print it, and put "
+                                     "the target in the bench")

@@ -34,7 +34,7 @@ def test_parameter_counts():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"epochs": 0}, "epochs must be a positive int"),
-    ({"lr": -1.0}, "learning rate must be a positive number"),
+    ({"lr": -1.0}, "learning rate must be a positive, finite number"),
     ({"optimizer": "adamw2"}, "unknown optimizer"),
     ({"device": "cuda:9"}, "does not exist here"),
 ])

@@ -1,0 +1,427 @@
+"""The course under misuse and faults: one drill per class of fault (issue: nothing lost, nothing hangs,
+nothing phones home). Each test failed on the code before the fix it checks.
+
+Lost files · hangs · interrupted runs · dead ranks · network use when offline · leftover processes ·
+the wrong process killed · shared temporary folders · self-checks · silent nonsense.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from conftest import ROOT, launched_children
+from helpers import DigitsCNN, MLP, launch as L, make_loaders, train, workers
+from helpers import monitor as MO
+from helpers import tuning as T
+from helpers.checks import verify
+from helpers.data import load_digits_arrays
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _wait_gone(pids, seconds: float = 10) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.2)
+    return [p for p in pids if _alive(p)]
+
+
+# --- lost files -------------------------------------------------------------------------------------
+
+def test_monitor_never_deletes_what_it_did_not_write(tmp_path, monkeypatch):
+    (tmp_path / "my_notebook.ipynb").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    for target in (".", tmp_path):
+        with pytest.raises(FileExistsError, match="Nothing was deleted.*runs/my_run"):
+            MO.Monitor(target, wandb=False)
+        with pytest.raises(FileExistsError, match="Nothing was deleted"):
+            MO.write_all_summaries(target, MLP(), make_loaders(256), epochs=1)
+    assert (tmp_path / "my_notebook.ipynb").read_text() == "{}"
+
+
+def test_a_rerun_replaces_only_the_files_it_wrote(tmp_path):
+    run = tmp_path / "runs" / "r"
+    for i in range(2):
+        with MO.Monitor(run, wandb=False) as mon:
+            mon.log({"a": float(i)}, 1)
+        if i == 0:
+            (run / "my_notes.txt").write_text("mine")          # the reader adds a file of their own
+    assert (run / "my_notes.txt").read_text() == "mine"
+    assert [v for _, v in MO.read_back(run)["runs"]["tensorboard"]["scalars"]["a"]] == [1.0]
+
+
+def test_paths_with_a_tilde_are_the_readers_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with MO.Monitor("~/runs/x", wandb=False) as mon:
+        mon.log({"a": 1.0}, 1)
+    assert (tmp_path / "runs" / "x" / "tensorboard").is_dir() and not Path("~").exists()
+    monkeypatch.setenv("BEYOND_ONE_GPU_DATA", "~/data")
+    with pytest.raises(FileNotFoundError, match=str(tmp_path / "data" / "digits.npz")):
+        load_digits_arrays()
+
+
+# --- hangs --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, match", [({"num_samples": -1}, "sample forever"), ({"num_samples": 0}, "positive int"),
+                                           ({"max_t": 0}, "max_t must"), ({"grace_period": 5, "max_t": 3}, "grace_period"),
+                                           ({"reduction_factor": 1}, "at least 2")])
+def test_tuning_budgets_ray_would_misread_are_refused_before_ray_starts(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        T.run_tuner("x", **kwargs)
+
+
+# --- interrupted runs -----------------------------------------------------------------------------------
+
+class _Result:
+    def __init__(self, curve, error=None):
+        import pandas as pd
+
+        self.error = error
+        self.config = {"lr": 0.01, "hidden": 32, "batch_size": 64}
+        self.metrics_dataframe = None if curve is None else pd.DataFrame({T.METRIC: curve})
+
+
+class _Grid(list):
+    """A ResultGrid as Ray returns it after Stop: ``finished`` trials terminated, the others not."""
+
+    def __init__(self, results, finished: int) -> None:
+        super().__init__(results)
+        self.num_terminated, self.num_errors = finished, 0
+
+
+def test_a_stopped_experiment_is_summarised_from_the_trials_that_reported():
+    grid = _Grid([_Result([0.5, 0.7]), _Result(None), _Result([0.4])], finished=1)   # Stop: two unfinished
+    out = T.summarize(grid, seconds=6.0)
+    assert out["interrupted"] and out["trials"] == 2 and out["trials_without_result"] == 1
+    assert out["best_accuracy"] == 0.7 and out["epochs"] == 3
+    with pytest.raises(RuntimeError, match="stopped before any epoch ended"):
+        T.summarize(_Grid([_Result(None)], finished=0), seconds=1.0)
+
+
+def test_stop_pressed_twice_still_ends_every_rank():
+    """Two KeyboardInterrupts, the second during the cleanup's grace period, and ranks that ignore SIGTERM."""
+    main = threading.main_thread().ident
+
+    def press_stop():
+        time.sleep(3)
+        signal.pthread_kill(main, signal.SIGINT)
+        time.sleep(0.7)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=press_stop, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        L.launch(workers.ignore_sigterm_and_hang, 2, verbose=False, timeout=60)
+    time.sleep(0.5)
+    assert not launched_children()
+
+
+# --- dead ranks ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("how, words", [("SIGKILL", "killed by SIGKILL (the out-of-memory killer"),
+                                        ("SIGSEGV", "killed by SIGSEGV (a crash in native code"),
+                                        ("exit0", "exited with code 0 without returning a result")])
+def test_the_rank_that_died_first_is_named_with_how(how, words):
+    t0 = time.monotonic()
+    with pytest.raises(L.LaunchError) as e:
+        L.launch(workers.die_on_rank, 2, args=(1, how), verbose=False, timeout=60)
+    assert time.monotonic() - t0 < 20                       # not the full timeout
+    assert e.value.rank == 1 and words in str(e.value)
+    assert "rank 0 then failed" in str(e.value)             # the consequence, shown second
+    assert not launched_children()
+
+
+def test_a_script_without_a_main_guard_is_told_the_fix(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("from helpers.launch import launch\nfrom helpers import workers\n"
+                      "launch(workers.whoami, 2, verbose=False, timeout=60)\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode != 0
+    assert "LaunchError" in r.stderr and 'if __name__ == "__main__":' in r.stderr.splitlines()[-1] + r.stderr
+
+
+# --- network use when offline ------------------------------------------------------------------------------
+
+_COUNT_NETWORK = """
+import socket, sys
+calls = []
+_gai = socket.getaddrinfo
+def spy(host, *a, **k):
+    if host not in ("localhost", "127.0.0.1", "::1"):
+        calls.append(host)
+    return _gai(host, *a, **k)
+socket.getaddrinfo = spy
+from helpers.monitor import Monitor, wandb_mode
+print("mode", wandb_mode())
+with Monitor(sys.argv[1], config={"lr": 0.01}) as m:
+    m.log({"a": 1.0}, 1)
+import time; time.sleep(2)
+print("lookups", calls)
+"""
+
+
+def test_the_offline_default_makes_no_network_call(tmp_path):
+    """wandb's own processes included: every HTTP(S) request goes to a local proxy that counts them."""
+    seen = []
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def count():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            seen.append(conn.recv(200).split(b"\r\n")[0])
+            conn.close()
+
+    threading.Thread(target=count, daemon=True).start()
+    proxy = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if k not in ("WANDB_MODE", "WANDB_API_KEY", "NO_PROXY", "no_proxy")}
+    env.update(HTTPS_PROXY=proxy, HTTP_PROXY=proxy, https_proxy=proxy, http_proxy=proxy,
+               NETRC=str(tmp_path / "no-netrc"), HOME=str(tmp_path), WANDB_CONFIG_DIR=str(tmp_path / "cfg"))
+    r = subprocess.run([sys.executable, "-c", _COUNT_NETWORK, str(tmp_path / "run")], env=env, capture_output=True,
+                       text=True, timeout=180, cwd=tmp_path)
+    server.close()
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "mode offline" in r.stdout and "lookups []" in r.stdout, r.stdout
+    assert seen == [], f"requests sent while offline: {seen}"
+
+
+def test_logged_in_means_what_wandb_itself_finds(tmp_path, monkeypatch):
+    from wandb.sdk import wandb_setup
+
+    host = wandb_setup.singleton().settings.base_url.split("://")[-1]
+    netrc = tmp_path / "netrc"
+    netrc.write_text(f"machine {host}\n  login user\n  password {'a' * 40}\n")
+    netrc.chmod(0o600)
+    for k in ("WANDB_MODE", "WANDB_API_KEY"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.setattr(MO, "_OFFLINE_SET_HERE", False)
+    assert MO.wandb_mode() == "online"
+    monkeypatch.setenv("NETRC", str(tmp_path / "none"))
+    assert MO.wandb_mode() == "offline"
+    monkeypatch.setenv("WANDB_MODE", "disabled")     # the reader's own choice wins
+    assert MO.wandb_mode() == "disabled"
+
+
+# --- leftover processes ----------------------------------------------------------------------------------
+
+def test_processes_a_rank_starts_end_with_the_launch():
+    pids = L.launch(workers.start_child_and_return, 2, verbose=False, timeout=60)
+    assert _wait_gone(pids, 5) == []
+
+
+_LAUNCH_AND_HANG = """
+from helpers.launch import launch
+from helpers import workers
+if __name__ == "__main__":
+    import faulthandler
+    faulthandler.dump_traceback_later(30)   # if the drill itself gets stuck, say where
+    launch(workers.print_pid_and_hang, 2, verbose=False, timeout=600)
+"""
+
+
+def _lines(stream, want: int, seconds: float, match: str) -> list[str]:
+    """Up to ``want`` lines containing ``match`` from ``stream``, waiting at most ``seconds`` (never blocks longer)."""
+    got: list[str] = []
+
+    def read():
+        for line in stream:
+            if match in line:
+                got.append(line)
+                if len(got) == want:
+                    return
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(seconds)
+    return got
+
+
+def test_ranks_end_when_the_kernel_that_launched_them_is_killed(tmp_path):
+    script = tmp_path / "kernel.py"
+    script.write_text(_LAUNCH_AND_HANG)
+    err = open(tmp_path / "stderr.txt", "w")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=err, text=True, cwd=tmp_path)
+    try:
+        pids = [int(line.split()[-1]) for line in _lines(proc.stdout, 2, 40, " pid ")]
+        if len(pids) < 2:
+            time.sleep(35)  # let the faulthandler dump the launcher's stack into stderr.txt
+            for c in psutil.Process(proc.pid).children():
+                print(c.pid, c.status(), " ".join(c.cmdline())[:80], file=err, flush=True)
+    finally:
+        proc.kill()                                   # as the OOM killer, or a crashed kernel
+        proc.wait()
+        err.close()
+    assert len(pids) == 2, (tmp_path / "stderr.txt").read_text()[-3000:]
+    assert _wait_gone(pids, 10) == []
+
+
+_RAY_KERNEL = """
+import os, sys, time
+from helpers import tuning
+tuning.init_ray(num_cpus=1)
+print("session", tuning._SESSION[0], flush=True)
+print("ended by hand", tuning.shutdown_ray(), flush=True)
+tuning.init_ray(num_cpus=1)                       # Run All again in the same kernel
+print("session", tuning._SESSION[0], flush=True)
+time.sleep(600)
+"""
+
+
+def test_ray_leaves_nothing_after_shutdown_nor_after_its_kernel_is_killed():
+    from helpers.procs import session_processes
+
+    proc = subprocess.Popen([sys.executable, "-c", _RAY_KERNEL], stdout=subprocess.PIPE, text=True)
+    try:
+        sessions = [line.split()[-1] for line in _lines(proc.stdout, 2, 120, "session")]
+        assert len(sessions) == 2 and not session_processes(sessions[0])      # shut down: nothing of it left
+        assert session_processes(sessions[1])                                  # running again
+    finally:
+        proc.kill()                                    # the kernel dies with Ray running
+        proc.wait()
+    deadline = time.monotonic() + 20
+    while session_processes(sessions[1]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not session_processes(sessions[1]), "Ray processes outlived the killed kernel"
+
+
+# --- the wrong process killed -------------------------------------------------------------------------------
+
+def test_a_stale_tensorboard_entry_never_kills_the_process_that_reused_its_pid(tmp_path):
+    from tensorboard import manager, version
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    info = manager.TensorBoardInfo(version=version.VERSION, start_time=int(time.time()) - 3600, pid=other.pid, port=6006,
+                                   path_prefix="", logdir=str(tmp_path), db="", cache_key="x")
+    entry = Path(manager._get_info_dir(), f"pid-{other.pid}.info")
+    entry.write_text(manager._info_to_string(info) + "\n")
+    try:
+        assert MO.stop_tensorboards(tmp_path) == 0
+        assert other.poll() is None and not entry.exists()      # alive, and the stale entry is gone
+    finally:
+        other.kill()
+        other.wait()
+        entry.unlink(missing_ok=True)
+
+
+# --- shared temporary folders -------------------------------------------------------------------------------
+
+def test_ray_uses_a_private_folder_even_if_someone_made_the_usual_one_open_to_all(tmp_path, monkeypatch):
+    monkeypatch.setattr(T.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(T, "_TEMP_DIR", None)
+    usual = tmp_path / f"bog-ray-{os.getuid()}"
+    usual.mkdir()
+    usual.chmod(0o777)
+    got = T.ray_temp_dir()
+    assert got != usual and got.stat().st_mode & 0o777 == 0o700 and got.stat().st_uid == os.getuid()
+    monkeypatch.setattr(T, "_TEMP_DIR", None)
+    usual.chmod(0o700)
+    assert T.ray_temp_dir() == usual
+
+
+# --- self-checks ----------------------------------------------------------------------------------------------
+
+def test_right_answers_in_any_numeric_form_pass():
+    for answer in ([3, 3, 3, 1], (3, 3, 3, 1), np.array([3, 3, 3, 1]), torch.tensor([3, 3, 3, 1])):
+        assert verify("02.chunks_10_on_4", answer)[0], answer
+    for answer in (36, 36.0, np.int64(36), torch.tensor(36)):
+        assert verify("03.allreduce_8", answer)[0], answer
+    assert verify("01.bubble_p4_m6", 0.33)[0] and verify("01.bubble_p4_m6", 1 / 3)[0]
+    ok, msg = verify("01.bubble_p4_m6", 0.3)
+    assert not ok and "2 significant digits" in msg
+
+
+def test_objects_that_pretend_to_be_the_answer_fail_and_never_crash_the_check():
+    class AlwaysEqual:
+        def __eq__(self, other):
+            return True
+
+    class Floaty:
+        def __float__(self):
+            return 36.0
+
+    class Sneaky(float):
+        def __float__(self):
+            return 36.0
+
+    for fake in (AlwaysEqual(), Floaty(), Sneaky(1.0), "36 or so", np.array([36, 1]), object()):
+        ok, msg = verify("03.allreduce_8", fake)
+        assert not ok and "Hint" in msg
+
+
+# --- silent nonsense ------------------------------------------------------------------------------------------
+
+def test_training_nonsense_is_refused_with_the_fix():
+    loaders = make_loaders(128)
+    with pytest.raises(ValueError, match="finite"):
+        train(MLP(), loaders["train"], lr=float("inf"), progress=False)
+    with pytest.raises(ValueError, match="none of this model's parameters"):
+        train(MLP(), loaders["train"], optimizer=torch.optim.SGD(MLP().parameters(), lr=0.1), progress=False)
+    with pytest.raises(ValueError, match="gave no batches"):
+        train(MLP(), DataLoader(TensorDataset(torch.zeros(0, 1, 8, 8), torch.zeros(0, dtype=torch.long))),
+              progress=False)
+    with pytest.raises(TypeError, match="loaders\\['train'\\]"):
+        train(MLP(), loaders, progress=False)
+    bad = DataLoader(TensorDataset(torch.full((8, 1, 8, 8), float("nan")), torch.zeros(8, dtype=torch.long)))
+    with pytest.raises(FloatingPointError, match="Lower the learning rate"):
+        train(MLP(), bad, progress=False)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "too few"])
+def test_damaged_course_data_says_how_to_restore_it(tmp_path, damage):
+    good = (ROOT / "data" / "digits.npz").read_bytes()
+    path = tmp_path / "digits.npz"
+    if damage == "garbage":
+        path.write_bytes(os.urandom(1000))
+    elif damage == "truncated":
+        path.write_bytes(good[: len(good) // 2])
+    else:
+        images, labels = load_digits_arrays()
+        np.savez(path, images=images[:100], labels=labels[:100])
+    with pytest.raises(ValueError, match="git checkout -- data/digits.npz") as e:
+        load_digits_arrays(path)
+    assert str(path) in str(e.value) and "allow_pickle" not in str(e.value)
+
+
+@pytest.mark.parametrize("timeout", [float("inf"), 1e-9, True, -1])
+def test_launch_timeouts_that_cannot_work_are_refused(timeout):
+    with pytest.raises(ValueError, match="timeout must be a number of seconds"):
+        L.launch(workers.whoami, 2, timeout=timeout)
+
+
+def test_tuning_nonsense_is_refused(monkeypatch):
+    with pytest.raises(ValueError, match=r"lr must be the two bounds"):
+        T.search_space(lr=0.01)
+    import ray
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    monkeypatch.setattr(ray, "nodes", lambda: [{"Alive": True}])
+    with pytest.raises(RuntimeError, match="shutdown_ray\\(\\) first"):
+        T.init_ray(num_cpus=1)
+
+
+def test_more_processes_than_cores_can_carry_is_said(monkeypatch, capfd):
+    monkeypatch.setattr(L.os, "cpu_count", lambda: 1)
+    assert L.launch(workers.all_reduce_sum, 3, verbose=False, timeout=60) == [6.0] * 3
+    assert "will be slow" in capfd.readouterr().err
