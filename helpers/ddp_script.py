@@ -8,6 +8,7 @@ MASTER_PORT; the script only reads them (``init_method="env://"``). Rank 0 alone
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 
 import torch
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"validation accuracy on every rank: {[round(a, 3) for a in accs]}")
         dist.barrier()  # leave together: no rank tears down its connections while another still uses them
     finally:
+        gc.collect()  # free the DDP model (its reducer holds the process group) while Python is still alive
         dist.destroy_process_group()
 
 

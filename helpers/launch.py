@@ -19,6 +19,7 @@ the notebook, or ``helpers``), not in a notebook cell (see notebook 03).
 """
 from __future__ import annotations
 
+import gc
 import io
 import math
 import multiprocessing
@@ -49,11 +50,16 @@ PEER_LOST = ("Connection reset by peer", "Connection closed by peer", "Broken pi
 
 
 class LaunchError(RuntimeError):
-    """A rank failed; ``rank`` is the one that failed first, the message says how and shows the others."""
+    """A rank failed; ``rank`` is the one that failed first, ``cause`` says how in one line (01, 03).
 
-    def __init__(self, rank: int, details: str) -> None:
+    The message holds that rank's whole traceback (or how it ended), then what the other ranks
+    did after it, as consequences.
+    """
+
+    def __init__(self, rank: int, details: str, cause: str = "") -> None:
         self.rank = rank
         self.details = details
+        self.cause = cause or details.strip().splitlines()[-1]
         super().__init__(f"rank {rank} failed; {details}")
 
 
@@ -127,6 +133,7 @@ def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int,
         raise SystemExit(1)
     finally:
         if dist.is_initialized():
+            gc.collect()  # free what holds the process group (a DDP reducer) while Python is still alive
             dist.destroy_process_group()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -292,12 +299,13 @@ class _Run:
         causes = [r for r in self.errors if not any(s in self.errors[r] for s in PEER_LOST)]
         first = (signalled or sorted(notes) or sorted(causes) or sorted(self.errors))[0]
         text = notes[first] if first in notes else f"its traceback:\n{self.errors[first]}"
+        cause = notes[first] if first in notes else self.errors[first].strip().splitlines()[-1]
         others = [f"rank {r}: {notes[r]}" for r in sorted(notes) if r != first]
         others += [f"rank {r} then failed: {self.errors[r].strip().splitlines()[-1]}" for r in sorted(self.errors)
                    if r != first]
         if others:
             text += "\nAfter that (consequences, most likely):\n" + "\n".join(others)
-        return LaunchError(first, text)
+        return LaunchError(first, text, f"rank {first}: {cause}")
 
 
 def _how_it_ended(rank: int, code: int, started: bool) -> str:

@@ -261,13 +261,17 @@ def test_ranks_end_when_the_kernel_that_launched_them_is_killed(tmp_path):
     script = tmp_path / "kernel.py"
     script.write_text(_LAUNCH_AND_HANG)
     err = open(tmp_path / "stderr.txt", "w")
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=err, text=True, cwd=tmp_path)
+    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                            text=True, cwd=tmp_path)
     try:
         pids = [int(line.split()[-1]) for line in _lines(proc.stdout, 2, 40, " pid ")]
-        if len(pids) < 2:
-            time.sleep(35)  # let the faulthandler dump the launcher's stack into stderr.txt
-            for c in psutil.Process(proc.pid).children():
-                print(c.pid, c.status(), " ".join(c.cmdline())[:80], file=err, flush=True)
+        if len(pids) < 2:  # say what happened: the launcher's stack (faulthandler), its children, any rank
+            time.sleep(35)
+            status = open(f"/proc/{proc.pid}/status").read()
+            print([line for line in status.splitlines() if line.startswith("Sig")], file=err)
+            for c in psutil.process_iter(["pid", "ppid", "status", "cmdline"]):
+                if c.info["ppid"] == proc.pid or "spawn_main" in " ".join(c.info["cmdline"] or ()):
+                    print(c.info, file=err, flush=True)
     finally:
         proc.kill()                                   # as the OOM killer, or a crashed kernel
         proc.wait()
