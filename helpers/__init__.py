@@ -1,19 +1,20 @@
 """Beyond One GPU: the helpers behind the course notebooks.
 
-Import name ``helpers``; distribution name ``beyond-one-gpu``. One module per topic; every public
-function's docstring names the notebook it serves:
+Import name ``helpers``; distribution name ``beyond-one-gpu``. The folders show what is shared
+and what belongs to one notebook:
 
-- ``device``, ``data``, ``models``, ``train``, ``plots``, ``utils``, ``checks``: the course's
-  hardware report, offline data, models, training loop, plots and self-checks (00 onwards)
-- ``launch``, ``workers``: run a function on N processes from a notebook (01, 03, 05)
-- ``pipeline``: model parallelism and pipelining (01)
-- ``data_parallel``: inside ``nn.DataParallel`` (02)
-- ``ddp``, ``ddp_script``: DistributedDataParallel, and its torchrun script (03)
-- ``tuning``: grid, random, Bayesian and Ray Tune (04)
-- ``monitor``: tqdm, TensorBoard, W&B, the profiler (05)
-- ``memory``: out-of-memory troubleshooting (06)
-- ``transfer``: transfer learning and augmentation (07)
-- ``bench``: ``python -m helpers.bench NAME|all``, the README's results table
+- ``core/``: the shared core: devices, data, models, the one training loop, measuring, plots,
+  showing code, the self-check registry, the one logger. It imports no lesson.
+- ``dist/``: distributed plumbing: the backend and local-rank rules, the notebook launcher, demo
+  workers, torchrun and Ray on this machine.
+- one package per notebook (a *lesson*): ``setup`` (00), ``pipeline`` (01), ``data_parallel``
+  (02), ``ddp`` (03), ``tuning`` (04), ``monitor`` (05), ``memory`` (06), ``transfer`` (07). Each
+  holds its ``recipe`` (the code the lesson teaches, shown in the notebook), its
+  ``instruments`` (what measures and draws it) and its ``lesson`` (exercises and benchmark,
+  which ``checks`` and ``bench`` find by looking). No lesson imports another.
+- ``bench``: ``python -m helpers.bench NAME|all``; ``publish``: the course's published address.
+
+The names most notebooks need are importable from ``helpers`` directly.
 """
 import os as _os
 
@@ -24,15 +25,18 @@ import os as _os
 # yourself (before importing torch) to choose otherwise.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from .checks import check  # noqa: E402  (after the environment default above)
-from .data import load_datasets, make_loaders
-from .device import device_table, get_device, gpu_count, hardware_label, list_devices
-from .models import MLP, DigitsCNN, build_model, count_parameters
-from .train import History, evaluate, train
-from .utils import Timer, seed_everything
+from .core.checks import check  # noqa: E402  (after the environment default above)
+from .core.data import digits_batch, load_datasets, make_loaders  # noqa: E402
+from .core.device import (device_table, get_device, gpu_count, hardware_label, list_devices,  # noqa: E402
+                          model_device, physical_cores)
+from .core.measure import Timer, max_abs_diff, seed_everything, torch_threads  # noqa: E402
+from .core.models import MLP, DigitsCNN, build_model, count_parameters  # noqa: E402
+from .core.show import show  # noqa: E402
+from .core.train import History, evaluate, train  # noqa: E402
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-__all__ = ["check", "load_datasets", "make_loaders", "device_table", "get_device", "gpu_count",
-           "hardware_label", "list_devices", "MLP", "DigitsCNN", "build_model", "count_parameters",
-           "History", "evaluate", "train", "Timer", "seed_everything"]
+__all__ = ["check", "digits_batch", "load_datasets", "make_loaders", "device_table", "get_device", "gpu_count",
+           "hardware_label", "list_devices", "model_device", "physical_cores", "Timer", "max_abs_diff",
+           "seed_everything", "torch_threads", "MLP", "DigitsCNN", "build_model", "count_parameters", "show",
+           "History", "evaluate", "train"]

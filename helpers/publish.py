@@ -48,12 +48,12 @@ def repository() -> str:
 
 
 def setup_cell(repo: str | None = None) -> str:
-    """The setup cell every notebook starts with, for ``repo`` (default: :func:`repository`)."""
+    """The setup cell every notebook starts with, for ``repo`` (default: :func:`repository`) (all notebooks)."""
     return SETUP_CELL.format(repository=repo or repository())
 
 
 def colab_url(notebook: str, repo: str | None = None) -> str:
-    """The Colab address that opens ``notebook`` (e.g. ``notebooks/00_setup.ipynb``) from GitHub."""
+    """The Colab address that opens ``notebook`` (e.g. ``notebooks/00_setup.ipynb``) from GitHub (README)."""
     repo = repo or repository()
     m = re.match(r"https://github\.com/([^/]+)/([^/]+?)(\.git)?$", repo)
     if not m:
@@ -62,12 +62,12 @@ def colab_url(notebook: str, repo: str | None = None) -> str:
 
 
 def notebook_paths() -> list[Path]:
-    """Every course notebook (English and translations)."""
+    """Every course notebook, English and translations (all notebooks)."""
     return sorted(NOTEBOOKS.rglob("*.ipynb"))
 
 
 def publish() -> list[str]:
-    """Rewrite every notebook's setup cell and the README's Colab badges for :func:`repository`; return what changed."""
+    """Rewrite every notebook's setup cell and the README's Colab badges for :func:`repository` (all notebooks)."""
     repo = repository()
     changed = []
     cell = setup_cell(repo)

@@ -65,8 +65,8 @@ def kernel():
 def _leftovers() -> list[psutil.Process]:
     """Processes the suite started that are still alive: descendants of this process, and Ray's session
     processes (which `ray start` detaches), minus multiprocessing's resource tracker and wandb's service."""
-    from helpers.procs import session_processes
-    from helpers.tuning import ray_temp_dir
+    from helpers.core.procs import session_processes
+    from helpers.dist.ray_cluster import ray_temp_dir
 
     keep = ("resource_tracker", "wandb-core", "wandb_core", "wandb/bin")
     procs = {p.pid: p for p in psutil.Process().children(recursive=True)}
@@ -91,7 +91,7 @@ def pytest_sessionfinish(session, exitstatus):
         time.sleep(0.5)
         left = _leftovers()
     if left:
-        from helpers.procs import end_processes
+        from helpers.core.procs import end_processes
 
         names = [f"{p.pid}: {' '.join(p.cmdline())[:100]}" for p in left]
         end_processes(left)

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from helpers import data
+from helpers.core import data
 
 
 def test_split_sizes_shapes_and_range():

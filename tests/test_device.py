@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from helpers import device as hd
+from helpers.core import device as hd
 
 
 def test_cpu_only_machine_gives_clean_answer(monkeypatch):

@@ -12,8 +12,8 @@ import torch
 from torch.utils.data import DataLoader
 
 from helpers import DigitsCNN, MLP, evaluate, make_loaders, train
-from helpers import device as hd
-from helpers import ranks
+from helpers.core import device as hd
+from helpers.dist import ranks
 
 
 @pytest.fixture
@@ -117,7 +117,8 @@ def test_outside_a_launch_the_process_is_rank_zero_of_one(monkeypatch):
 def test_launch_and_the_torchrun_script_use_the_one_backend_rule():
     import inspect
 
-    from helpers import ddp_script, launch
+    from helpers.ddp import script as ddp_script
+    from helpers.dist import launcher as launch
 
     for module in (launch, ddp_script):
         src = inspect.getsource(module)

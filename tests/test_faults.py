@@ -23,11 +23,15 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from conftest import ROOT, launched_children
-from helpers import DigitsCNN, MLP, launch as L, make_loaders, train, workers
+from helpers import DigitsCNN, MLP, make_loaders, train
+from helpers.dist import launcher as L
+from helpers.dist import workers
 from helpers import monitor as MO
 from helpers import tuning as T
-from helpers.checks import verify
-from helpers.data import load_digits_arrays
+from helpers.core import logger as LG
+from helpers.dist import ray_cluster as RC
+from helpers.core.checks import verify
+from helpers.core.data import load_digits_arrays
 
 
 def _alive(pid: int) -> bool:
@@ -150,7 +154,7 @@ def test_the_rank_that_died_first_is_named_with_how(how, words):
 
 def test_a_script_without_a_main_guard_is_told_the_fix(tmp_path):
     script = tmp_path / "train.py"
-    script.write_text("from helpers.launch import launch\nfrom helpers import workers\n"
+    script.write_text("from helpers.dist import launch\nfrom helpers.dist import workers\n"
                       "launch(workers.whoami, 2, verbose=False, timeout=60)\n")
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode != 0
@@ -215,7 +219,7 @@ def test_logged_in_means_what_wandb_itself_finds(tmp_path, monkeypatch):
     for k in ("WANDB_MODE", "WANDB_API_KEY"):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("NETRC", str(netrc))
-    monkeypatch.setattr(MO, "_OFFLINE_SET_HERE", False)
+    monkeypatch.setattr(LG, "_OFFLINE_SET_HERE", False)
     assert MO.wandb_mode() == "online"
     monkeypatch.setenv("NETRC", str(tmp_path / "none"))
     assert MO.wandb_mode() == "offline"
@@ -231,8 +235,8 @@ def test_processes_a_rank_starts_end_with_the_launch():
 
 
 _LAUNCH_AND_HANG = """
-from helpers.launch import launch
-from helpers import workers
+from helpers.dist import launch
+from helpers.dist import workers
 if __name__ == "__main__":
     import faulthandler
     faulthandler.dump_traceback_later(30)   # if the drill itself gets stuck, say where
@@ -282,18 +286,18 @@ def test_ranks_end_when_the_kernel_that_launched_them_is_killed(tmp_path):
 
 _RAY_KERNEL = """
 import os, sys, time
-from helpers import tuning
-tuning.init_ray(num_cpus=1)
-print("session", tuning._SESSION[0], flush=True)
-print("ended by hand", tuning.shutdown_ray(), flush=True)
-tuning.init_ray(num_cpus=1)                       # Run All again in the same kernel
-print("session", tuning._SESSION[0], flush=True)
+from helpers.dist import ray_cluster as rc
+rc.init_ray(num_cpus=1)
+print("session", rc._SESSION[0], flush=True)
+print("ended by hand", rc.shutdown_ray(), flush=True)
+rc.init_ray(num_cpus=1)                           # Run All again in the same kernel
+print("session", rc._SESSION[0], flush=True)
 time.sleep(600)
 """
 
 
 def test_ray_leaves_nothing_after_shutdown_nor_after_its_kernel_is_killed():
-    from helpers.procs import session_processes
+    from helpers.core.procs import session_processes
 
     proc = subprocess.Popen([sys.executable, "-c", _RAY_KERNEL], stdout=subprocess.PIPE, text=True)
     try:
@@ -331,16 +335,16 @@ def test_a_stale_tensorboard_entry_never_kills_the_process_that_reused_its_pid(t
 # --- shared temporary folders -------------------------------------------------------------------------------
 
 def test_ray_uses_a_private_folder_even_if_someone_made_the_usual_one_open_to_all(tmp_path, monkeypatch):
-    monkeypatch.setattr(T.tempfile, "gettempdir", lambda: str(tmp_path))
-    monkeypatch.setattr(T, "_TEMP_DIR", None)
+    monkeypatch.setattr(RC.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(RC, "_TEMP_DIR", None)
     usual = tmp_path / f"bog-ray-{os.getuid()}"
     usual.mkdir()
     usual.chmod(0o777)
-    got = T.ray_temp_dir()
+    got = RC.ray_temp_dir()
     assert got != usual and got.stat().st_mode & 0o777 == 0o700 and got.stat().st_uid == os.getuid()
-    monkeypatch.setattr(T, "_TEMP_DIR", None)
+    monkeypatch.setattr(RC, "_TEMP_DIR", None)
     usual.chmod(0o700)
-    assert T.ray_temp_dir() == usual
+    assert RC.ray_temp_dir() == usual
 
 
 # --- self-checks ----------------------------------------------------------------------------------------------

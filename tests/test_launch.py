@@ -1,29 +1,13 @@
-"""The notebook launcher (helpers.launch): results back, failures fast, hangs ended, no port collisions."""
+"""The notebook launcher (helpers.dist.launcher): results back, failures fast, hangs ended, no port collisions."""
 import threading
 import time
 
-import psutil
 import pytest
 
-from helpers import launch as L
-from helpers import ranks
-from helpers import workers
-
-
-def _children():
-    """Launched ranks still alive: spawned children running multiprocessing's spawn_main.
-
-    Other long-lived helpers of this test process (multiprocessing's resource tracker, the
-    wandb-core service of the monitoring tests) are not ranks.
-    """
-    alive = []
-    for c in psutil.Process().children(recursive=True):
-        try:
-            if c.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(c.cmdline()):
-                alive.append(c)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
+from conftest import launched_children as _children
+from helpers.dist import launcher as L
+from helpers.dist import ranks
+from helpers.dist import workers
 
 
 def test_results_come_back_by_rank():

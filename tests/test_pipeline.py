@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from helpers import pipeline as P
-from helpers import workers
-from helpers.launch import LaunchError, launch
-from test_launch import _children
+from helpers.dist import workers
+from helpers.dist import LaunchError, launch
+from conftest import launched_children as _children
 
 
 def test_bubble_and_ideal_speedup():

@@ -28,8 +28,11 @@ def test_parameter_counts():
     counts = count_parameters(DigitsCNN())
     assert counts["total"] == 16 * 9 + 16 + 32 * 16 * 9 + 32 + 512 * 64 + 64 + 64 * 10 + 10
     assert counts["frozen"] == 0
-    for p in DigitsCNN().features.parameters():
-        p.requires_grad_(False)
+    model = DigitsCNN()
+    model.features.requires_grad_(False)                 # freeze the backbone: only the head trains
+    frozen = count_parameters(model)
+    assert frozen["frozen"] == sum(p.numel() for p in model.features.parameters())
+    assert frozen["trainable"] == 64 * 10 + 10 and frozen["total"] == counts["total"]
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -63,7 +66,7 @@ def test_seed_must_be_non_negative_int():
 
 
 def test_self_check_correct_wrong_and_missing(capsys):
-    from helpers.checks import verify
+    from helpers.core.checks import verify
     assert verify("00.train_size", 1257)[0] is True
     ok, msg = verify("00.train_size", 1000)
     assert not ok and "Hint" in msg and "1257" not in msg

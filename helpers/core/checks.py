@@ -1,0 +1,182 @@
+"""Self-checks for the exercises: ``check("00.cores", answer)`` says ✅ and why, or gives a hint.
+
+Used by every notebook. The expected answers are not written in the course's source: each is
+stored as a salted hash of its normal form, or computed at check time from the reader's own
+machine or run where it depends on them (the number of cores, say). A wrong or missing answer
+gets a hint that points at the idea, never at the answer.
+
+What counts as an answer: a number (int, float, a NumPy scalar or a one-element tensor), a list
+of numbers (a list, tuple, NumPy array or 1-D tensor), or a short text. Numbers are compared at
+the precision the exercise states (e.g. two significant digits: 0.33 for a third); anything
+else, such as an object that claims to equal everything, is refused.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable
+
+
+_SALT = "beyond-one-gpu/self-check/v1"
+
+
+class NotAnAnswer(TypeError):
+    """The value cannot be read as a number, a list of numbers, or a text (all notebooks)."""
+
+
+@dataclass
+class Exercise:
+    """One self-check: the expected answer (hashed, or computed), its form and precision, a hint, and why (all notebooks).
+
+    ``kind``: ``"int"``, ``"number"`` (compared at ``digits`` significant digits), ``"ints"`` /
+    ``"numbers"`` (lists), or ``"text"``. Give either ``digest`` (see :func:`digest`) or
+    ``compute`` (a function returning the expected answer on this machine).
+    """
+
+    id: str
+    kind: str
+    hint: str
+    why: str = ""
+    digest: str | None = None
+    compute: Callable[[], Any] | None = None
+    digits: int = 2
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("int", "number", "ints", "numbers", "text"):
+            raise ValueError(f"exercise {self.id}: unknown kind {self.kind!r}")
+        if (self.digest is None) == (self.compute is None):
+            raise ValueError(f"exercise {self.id}: give exactly one of digest= and compute=")
+
+    def normal(self, value: Any) -> str:
+        """The normal form of ``value`` for this exercise (raises :class:`NotAnAnswer`)."""
+        return normal_form(value, self.kind, self.digits)
+
+    def expected_digest(self) -> str:
+        return self.digest if self.digest is not None else digest(self.id, self.normal(self.compute()))
+
+
+def _number(value: Any) -> float | int:
+    """A plain Python number from an int, float, Fraction, NumPy scalar or one-element tensor; else NotAnAnswer.
+
+    Subclasses are read through the base type's own conversion, so an object cannot pass by
+    overriding ``__eq__`` or ``__float__``.
+    """
+    if isinstance(value, bool):
+        raise NotAnAnswer("a True/False is not a number here")
+    if isinstance(value, int):
+        return int.__index__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, Fraction):
+        return Fraction(value.numerator, value.denominator).__float__()
+    mod = type(value).__module__.split(".")[0]
+    item = None
+    if mod == "numpy" and hasattr(value, "item") and getattr(value, "size", 0) == 1:
+        item = value.item()
+    elif mod == "torch" and hasattr(value, "numel") and value.numel() == 1:
+        item = value.item()
+    if type(item) in (int, float):
+        return item
+    raise NotAnAnswer(f"expected a number, got {type(value).__name__}")
+
+
+def _sequence(value: Any) -> list:
+    if type(value) in (list, tuple):
+        return list(value)
+    mod = type(value).__module__.split(".")[0]
+    if mod in ("numpy", "torch") and hasattr(value, "tolist"):
+        items = value.tolist()
+        if isinstance(items, list):
+            return items
+    raise NotAnAnswer(f"expected a list of numbers, got {type(value).__name__}")
+
+
+def normal_form(value: Any, kind: str, digits: int = 2) -> str:
+    """The text an answer is compared by: ints exactly, other numbers at ``digits`` significant digits (all notebooks)."""
+    if kind == "text":
+        if type(value) is not str:
+            raise NotAnAnswer(f"expected a text, got {type(value).__name__}")
+        return " ".join(value.lower().split())
+    if kind in ("ints", "numbers"):
+        return "[" + ",".join(normal_form(v, kind[:-1] if kind == "ints" else "number", digits)
+                              for v in _sequence(value)) + "]"
+    x = _number(value)
+    if not math.isfinite(x):
+        raise NotAnAnswer("expected a finite number")
+    if kind == "int":
+        if x != int(x):
+            raise NotAnAnswer("expected a whole number")
+        return str(int(x))
+    return f"{float(x):.{digits}g}"
+
+
+def digest(exercise_id: str, normal: str) -> str:
+    """The salted hash an expected answer is stored as (all notebooks)."""
+    return hashlib.sha256(f"{_SALT}|{exercise_id}|{normal}".encode()).hexdigest()
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def register(*exercises: Exercise) -> None:
+    """Add exercises to the registry that :func:`check` looks them up in (all notebooks)."""
+    for ex in exercises:
+        _REGISTRY[ex.id] = ex
+
+
+def exercises() -> dict[str, Exercise]:
+    """Every exercise of the course, by id: each lesson declares its own in ``EXERCISES`` (all notebooks)."""
+    _discover()
+    return dict(_REGISTRY)
+
+
+def _discover() -> None:
+    """Register the exercises every lesson declares: ``EXERCISES`` in ``helpers/<lesson>/lesson.py``.
+
+    No central list: a new notebook's lesson package is found by looking (see ``lessons()``).
+    """
+    import importlib
+
+    for name in lessons():
+        register(*getattr(importlib.import_module(f"helpers.{name}.lesson"), "EXERCISES", ()))
+
+
+def lessons() -> list[str]:
+    """The lesson packages of ``helpers`` by name: every subpackage with a ``lesson`` module (all notebooks, README)."""
+    import pkgutil
+    from pathlib import Path
+
+    import helpers
+
+    found = []
+    for info in pkgutil.iter_modules(helpers.__path__):
+        if info.ispkg and any((Path(p) / info.name / "lesson.py").exists() for p in helpers.__path__):
+            found.append(info.name)
+    return sorted(found)
+
+
+def verify(exercise: str, answer: Any) -> tuple[bool, str]:
+    """Whether ``answer`` to ``exercise`` is right, and the message a student sees, never the answer (all notebooks)."""
+    if exercise not in _REGISTRY:
+        _discover()
+    if exercise not in _REGISTRY:
+        raise KeyError(f"no exercise called {exercise!r}; the ids look like '00.cores' "
+                       f"(known: {', '.join(sorted(_REGISTRY))})")
+    ex = _REGISTRY[exercise]
+    precision = f" (to {ex.digits} significant digits)" if ex.kind in ("number", "numbers") else ""
+    if answer is None or answer is ... or (isinstance(answer, str) and not answer.strip()):
+        return False, f"⏳ {exercise}: not answered yet — replace None with your answer{precision}. Hint: {ex.hint}"
+    try:
+        given = ex.normal(answer)
+    except NotAnAnswer as e:
+        return False, f"❌ {exercise}: {e}{precision}. Hint: {ex.hint}"
+    if digest(ex.id, given) == ex.expected_digest():
+        return True, f"✅ {exercise}: correct!" + (f" {ex.why}" if ex.why else "")
+    return False, f"❌ {exercise}: not quite{precision}. Hint: {ex.hint}"
+
+
+def check(exercise: str, answer: Any) -> None:
+    """Check a student's ``answer`` to ``exercise``: prints ✅ and why, or a hint (all notebooks)."""
+    print(verify(exercise, answer)[1])

@@ -1,0 +1,255 @@
+"""Which hardware is this? Device discovery that never crashes, and the one device rule (00 onwards).
+
+Every figure in the course is labelled with :func:`hardware_label`, so that a number always says
+what produced it.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class DeviceInfo:
+    """One row of the device table (00)."""
+
+    name: str          # torch device string: "cpu", "cuda:0", "mps"
+    kind: str          # "CPU", "GPU" or "MPS"
+    model: str         # e.g. "NVIDIA T4" or the CPU model
+    memory_total_gb: float | None
+    memory_used_gb: float | None
+    utilization_pct: float | None
+    source: str        # where the numbers came from: "NVML", "GPUtil", "torch", "os"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def _cpu_row() -> DeviceInfo:
+    total = used = None
+    try:
+        import psutil
+
+        vm = psutil.virtual_memory()
+        total, used = vm.total / 1e9, (vm.total - vm.available) / 1e9
+    except Exception:  # psutil missing or unreadable /proc: still answer
+        pass
+    return DeviceInfo("cpu", "CPU", f"{_cpu_model()} ({os.cpu_count()} logical cores)",
+                      None if total is None else round(total, 1),
+                      None if used is None else round(used, 1), None, "os")
+
+
+def nvml_gpus() -> list[dict]:
+    """GPUs as NVML (nvidia-ml-py) sees them; ``[]`` with no driver (06_oom_troubleshooting).
+
+    Without an NVIDIA driver ``pynvml.nvmlInit()`` raises ``NVMLError_LibraryNotFound``:
+    that is a normal answer on a laptop, not an error, and becomes an empty list here.
+    """
+    try:
+        import pynvml
+    except ImportError:
+        return []
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:  # NVMLError_LibraryNotFound, NVMLError_DriverNotLoaded, ...
+        return []
+    try:
+        out = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+            util = pynvml.nvmlDeviceGetUtilizationRates(h)
+            name = pynvml.nvmlDeviceGetName(h)
+            out.append({"index": i, "name": name.decode() if isinstance(name, bytes) else name,
+                        "memory_total_gb": mem.total / 1e9, "memory_used_gb": mem.used / 1e9,
+                        "utilization_pct": float(util.gpu)})
+        return out
+    except pynvml.NVMLError:
+        return []
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
+def gputil_gpus() -> list[dict]:
+    """GPUs as GPUtil sees them (it calls ``nvidia-smi``); ``[]`` when there is none (00)."""
+    try:
+        import GPUtil
+
+        gpus = GPUtil.getGPUs()
+    except Exception:  # GPUtil returns [] without nvidia-smi; be safe against odd outputs too
+        return []
+    return [{"index": g.id, "name": g.name, "memory_total_gb": g.memoryTotal / 1024,
+             "memory_used_gb": g.memoryUsed / 1024, "utilization_pct": 100.0 * g.load} for g in gpus]
+
+
+def gpu_probe() -> tuple[list[dict], str]:
+    """Every GPU's name, memory and utilisation, and who said so: NVML, else GPUtil (00, 06).
+
+    ``([], "none")`` without a GPU or a driver: a normal answer, never an error.
+    """
+    rows = nvml_gpus()
+    if rows:
+        return rows, "NVML"
+    rows = gputil_gpus()
+    return (rows, "GPUtil") if rows else ([], "none")
+
+
+def list_devices() -> list[DeviceInfo]:
+    """Every compute device this machine offers, CPU first; never raises (00_setup).
+
+    GPUs come from NVML when it answers, else from GPUtil, else from torch alone.
+    """
+    rows = [_cpu_row()]
+    n_cuda = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    smi, source = gpu_probe()
+    for i in range(n_cuda):
+        s = smi[i] if i < len(smi) else None
+        if s is None:
+            props = torch.cuda.get_device_properties(i)
+            rows.append(DeviceInfo(f"cuda:{i}", "GPU", props.name, round(props.total_memory / 1e9, 1),
+                                   None, None, "torch"))
+        else:
+            rows.append(DeviceInfo(f"cuda:{i}", "GPU", s["name"], round(s["memory_total_gb"], 1),
+                                   round(s["memory_used_gb"], 1), s["utilization_pct"], source))
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        rows.append(DeviceInfo("mps", "MPS", "Apple GPU (Metal)", None, None, None, "torch"))
+    return rows
+
+
+def gpu_count() -> int:
+    """Number of CUDA GPUs torch can use (0 on a CPU-only machine) (00 onwards)."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def device_table(devices: list[DeviceInfo] | None = None) -> str:
+    """The device table as aligned text, with a plain "CPU only" line when there is no GPU (00)."""
+    devices = list_devices() if devices is None else devices
+
+    def fmt(v: float | None, unit: str = "") -> str:
+        return "-" if v is None else f"{v:.1f}{unit}"
+
+    head = f"{'device':<8} {'kind':<4} {'memory GB':>10} {'used GB':>8} {'util':>6}  model"
+    lines = [head, "-" * len(head)]
+    for d in devices:
+        lines.append(f"{d.name:<8} {d.kind:<4} {fmt(d.memory_total_gb):>10} {fmt(d.memory_used_gb):>8} "
+                     f"{fmt(d.utilization_pct, '%'):>6}  {d.model}")
+    if not any(d.kind in ("GPU", "MPS") for d in devices):
+        lines.append("CPU only: no GPU found (no NVIDIA driver, GPUtil saw none, torch.cuda.is_available() is False).")
+    return "\n".join(lines)
+
+
+def _best_device() -> torch.device:
+    """cuda:0 if there is a GPU, else mps, else cpu: the one default in the course."""
+    if gpu_count():
+        return torch.device("cuda:0")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def get_device(name: str | None = None) -> torch.device:
+    """The device to compute on: ``name`` if given and present, else cuda:0, else mps, else cpu (00_setup).
+
+    This is the one device decision of a notebook (its top cells call it once; everything after
+    uses that ``device``). Helpers never call it to place a model: they compute where the model
+    is (:func:`model_device`). Raises a ``ValueError`` that says what exists when ``name`` is
+    unknown or absent.
+    """
+    if name is None:
+        return _best_device()
+    if isinstance(name, torch.device):
+        name = str(name)
+    if not isinstance(name, str):
+        raise TypeError(f"device must be a string such as 'cpu' or 'cuda:0', got {type(name).__name__}")
+    present = [d.name for d in list_devices()]
+    try:
+        dev = torch.device(name)
+    except RuntimeError as e:
+        raise ValueError(f"{name!r} is not a device string; use one of {present}") from e
+    if dev.type == "cuda":
+        idx = 0 if dev.index is None else dev.index
+        if idx >= gpu_count():
+            raise ValueError(f"device {name!r} does not exist here ({gpu_count()} CUDA GPU(s)); "
+                             f"use one of {present}, or get_device() to pick the best one")
+        return torch.device("cuda", idx)
+    if dev.type == "mps" and "mps" not in present:
+        raise ValueError(f"device 'mps' does not exist here; use one of {present}")
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device type {dev.type!r} is not used in this course; use one of {present}")
+    return dev
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    """Where ``model`` computes: the device of its first parameter (or buffer); the CPU if it has none (00 onwards).
+
+    The course's rule: a helper that receives a model feeds it data on this device, and never
+    moves the model somewhere else unless it is told to.
+    """
+    for t in model.parameters():
+        return t.device
+    for t in model.buffers():
+        return t.device
+    return torch.device("cpu")
+
+
+def physical_cores() -> int:
+    """Physical CPU cores (not hyper-threads); ``os.cpu_count()`` when psutil cannot tell (01, 02, 03).
+
+    Colab's two vCPUs are often one core's two hyper-threads: two processes then share one core,
+    and a multi-process speed-up cannot appear.
+    """
+    try:
+        import psutil
+
+        n = psutil.cpu_count(logical=False)
+    except Exception:  # psutil missing, or /proc unreadable
+        n = None
+    return n or os.cpu_count() or 1
+
+
+def hardware_label(device: torch.device | str | None = None, processes: int | None = None,
+                   threads: int | None = None) -> str:
+    """A short label for any figure: e.g. ``"cpu (Intel Xeon, 2 cores), 2 processes × 1 thread"`` (00 onwards)."""
+    dev = get_device(None if device is None else str(device))
+    if dev.type == "cuda":
+        label = f"{dev} ({torch.cuda.get_device_name(dev)})"
+    elif dev.type == "mps":
+        label = "mps (Apple GPU)"
+    else:
+        logical, physical = os.cpu_count() or 1, physical_cores()
+        cores = f"{logical} cores" if physical == logical else f"{logical} logical cores on {physical} physical"
+        label = f"cpu ({_cpu_model()}, {cores})"
+    if processes is not None:
+        label += f", {processes} process{'es' if processes != 1 else ''}"
+    if threads is not None:
+        label += f" × {threads} thread{'s' if threads != 1 else ''}"
+    return label
+
+
+def runtime_summary() -> dict:
+    """Python, torch, CUDA and device facts as a dict (00_setup)."""
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda_available": torch.cuda.is_available(),
+        "cuda_version": torch.version.cuda,
+        "gpus": gpu_count(),
+        "mps_available": bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()),
+        "cpu_cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "in_colab": "google.colab" in __import__("sys").modules,
+    }

@@ -1,0 +1,122 @@
+"""Processes the course starts, and how they end: nothing outlives the notebook (03, 04, 05).
+
+- :func:`end_processes` ends processes politely, then for certain (SIGTERM, a grace period, SIGKILL),
+  and cannot be cut short by a second press of Jupyter's Stop.
+- :func:`session_processes` finds this user's processes whose command line names a marker (a
+  temporary folder of ours, say): how the course finds Ray's agents or a torchrun agent's workers.
+- :func:`watch_parent` starts a small watchdog that ends those processes if the notebook's kernel
+  dies before it could clean up (killed, crashed, or its machine's OOM killer).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Iterable
+
+import psutil
+
+
+def _marked(p: psutil.Process, marker: str) -> bool:
+    """Whether ``marker`` is in the process's command line, its environment, or the path of a file it has open."""
+    if marker in " ".join(p.info["cmdline"] or ()):
+        return True
+    try:
+        if any(marker in v for v in p.environ().values()):
+            return True
+        return any(marker in f.path for f in p.open_files())
+    except psutil.Error:
+        return False
+
+
+def session_processes(marker: str) -> list[psutil.Process]:
+    """This user's live processes (not this one) that name ``marker`` (04, and the failure drills).
+
+    A process that renames itself (Ray's agents show as ``ray::DashboardAgent``, and overwrite their
+    environment doing so) still writes its logs into its session's folder: a unique folder per
+    session marks every process of that session, and nothing else.
+    """
+    me, uid, out = os.getpid(), os.getuid(), []
+    for p in psutil.process_iter(["pid", "cmdline", "uids", "status"]):
+        try:
+            if (p.info["pid"] != me and p.info["uids"] and p.info["uids"].real == uid
+                    and p.info["status"] != psutil.STATUS_ZOMBIE and _marked(p, marker)):
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def end_processes(procs: Iterable[psutil.Process], grace: float = 3.0) -> list[int]:
+    """SIGTERM every process, wait up to ``grace`` seconds, SIGKILL what is left; return the pids ended (03, 04).
+
+    A KeyboardInterrupt (Stop pressed again) during the wait does not stop the cleanup: it is
+    re-raised once every process is gone.
+    """
+    procs = [p for p in procs if p.is_running()]
+    interrupted = False
+    for p in procs:
+        try:
+            p.terminate()
+        except psutil.Error:
+            pass
+    deadline = time.monotonic() + grace
+    while True:
+        try:
+            _, alive = psutil.wait_procs(procs, timeout=max(0.0, deadline - time.monotonic()))
+            for p in alive:
+                p.kill()
+            psutil.wait_procs(alive, timeout=5)
+            break
+        except KeyboardInterrupt:
+            interrupted = True  # finish the cleanup first
+            deadline = time.monotonic()
+        except psutil.Error:
+            pass
+    if interrupted:
+        raise KeyboardInterrupt
+    return [p.pid for p in procs]
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL a whole process group (a rank and anything it started), if it still exists (01–03)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+_WATCHDOG = r"""
+import os, sys, time, psutil
+parent, marker, groups = int(sys.argv[1]), sys.argv[2], [int(g) for g in sys.argv[3:]]
+while psutil.pid_exists(parent) and psutil.Process(parent).status() != psutil.STATUS_ZOMBIE:
+    time.sleep(1)
+for g in groups:
+    try:
+        os.killpg(g, 9)
+    except OSError:
+        pass
+if marker:
+    from helpers.core.procs import session_processes
+    for p in session_processes(marker):
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+"""
+
+
+def watch_parent(marker: str = "", groups: Iterable[int] = (), parent: int | None = None) -> subprocess.Popen:
+    """Start a watchdog: when ``parent`` (default: this process) dies, SIGKILL this user's processes marked
+    with ``marker`` (see :func:`session_processes`), and the process groups ``groups`` (03, 04).
+
+    The watchdog runs in a session of its own, so Jupyter's Stop or a kernel restart does not reach
+    it; it exits by itself once it has cleaned up. Kill it (``.kill()``) when the cleanup has been
+    done the normal way.
+    """
+    parent = os.getpid() if parent is None else parent
+    cmd = [sys.executable, "-c", _WATCHDOG, str(parent), marker, *map(str, groups)]
+    return subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)

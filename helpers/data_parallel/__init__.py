@@ -1,0 +1,7 @@
+"""Notebook 02, inside ``nn.DataParallel``: the recipe, its instruments and their plots.
+
+``from helpers.data_parallel import …`` gives every public name of the three modules.
+"""
+from .instruments import *  # noqa: F401,F403
+from .plots import *  # noqa: F401,F403
+from .recipe import *  # noqa: F401,F403

@@ -1,0 +1,42 @@
+"""``nn.DataParallel`` and the four steps inside it: the code notebook 02 teaches (its recipe).
+
+``nn.DataParallel`` runs one training step as: **scatter** the batch over the devices,
+**replicate** the model onto each, **parallel_apply** the replicas in Python threads, **gather**
+the outputs onto the output device; then the loss there, and backward through the replicas,
+which sums the gradients onto the original model. :func:`four_steps_gpu` calls those four
+``torch.nn.parallel`` primitives one by one; they need CUDA and two GPUs.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..core.device import gpu_count
+from .timing import timed
+
+__all__ = ["wrap_data_parallel", "four_steps_gpu"]
+
+
+def wrap_data_parallel(model: nn.Module) -> nn.DataParallel:
+    """``nn.DataParallel(model)`` on the GPUs there are; on a CPU it is a pass-through, ``device_ids == []`` (02)."""
+    if gpu_count():
+        model = model.to("cuda:0")
+    return nn.DataParallel(model)
+
+
+def four_steps_gpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, device_ids: list[int]) -> dict:
+    """One step with ``torch.nn.parallel``'s scatter/replicate/parallel_apply/gather (02, ≥ 2 GPUs)."""
+    from torch.nn.parallel import gather, parallel_apply, replicate, scatter
+
+    times: dict[str, float] = {}
+    out_dev = device_ids[0]
+    torch.cuda.reset_peak_memory_stats()
+    inputs = timed(times, "scatter", lambda: scatter(x, device_ids))
+    replicas = timed(times, "replicate", lambda: replicate(model, device_ids[:len(inputs)]))
+    outputs = timed(times, "apply", lambda: parallel_apply(replicas, [(i,) for i in inputs]))
+    out = timed(times, "gather", lambda: gather(outputs, out_dev))
+    loss = nn.functional.cross_entropy(out, y.to(out_dev))
+    timed(times, "backward", loss.backward)
+    peaks = {f"cuda:{d}": torch.cuda.max_memory_allocated(d) for d in device_ids}
+    return {"path": f"torch.nn.parallel on {len(device_ids)} GPUs", "times": times, "loss": loss.item(),
+            "peak_bytes": peaks}

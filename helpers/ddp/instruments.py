@@ -1,0 +1,145 @@
+"""DistributedDataParallel, seen and checked: the sampler's shares, DDP = one big batch, no_sync, pinned copies (03)."""
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+
+import torch
+from torch import nn
+from torch.utils.data import DistributedSampler
+
+from ..core.data import digits_batch
+from ..core.measure import max_abs_diff
+from ..core.models import DigitsCNN
+from ..dist.launcher import launch
+from ..dist.ranks import local_device
+from ..dist.throughput import BucketCounter, rank_share
+from .recipe import ddp_wrap
+
+__all__ = ["sampler_indices", "format_sampler_table", "equivalence_worker", "run_ddp_equivalence_check",
+           "no_sync_worker", "pinned_copy_speed", "throughput_table"]
+
+
+def sampler_indices(n: int = 10, world_size: int = 4, shuffle: bool = False, epoch: int = 0,
+                    drop_last: bool = False, seed: int = 0) -> list[list[int]]:
+    """Which sample indices each rank gets from ``DistributedSampler`` for a dataset of ``n`` (03).
+
+    Uses the real sampler with explicit ``num_replicas``/``rank``, so no process group is needed.
+    """
+    if n < 1 or world_size < 1:
+        raise ValueError(f"need n >= 1 and world_size >= 1, got n={n}, world_size={world_size}")
+    data = list(range(n))
+    out = []
+    for rank in range(world_size):
+        s = DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed,
+                               drop_last=drop_last)
+        s.set_epoch(epoch)
+        out.append(list(s))
+    return out
+
+
+def format_sampler_table(parts: list[list[int]]) -> str:
+    """One line per rank: ``rank 0: [0, 4, 8]`` (03)."""
+    return "\n".join(f"rank {r}: {p}" for r, p in enumerate(parts))
+
+
+def _equivalence_model(batchnorm: bool, sync: bool = False) -> nn.Module:
+    torch.manual_seed(0)
+    layers: list[nn.Module] = [nn.Flatten(), nn.Linear(64, 32)]
+    if batchnorm:
+        layers.append(nn.BatchNorm1d(32))
+    layers += [nn.ReLU(), nn.Linear(32, 10)]
+    model = nn.Sequential(*layers)
+    return nn.SyncBatchNorm.convert_sync_batchnorm(model) if sync else model
+
+
+def _equivalence_batch(batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return digits_batch(batch)
+
+
+def _sgd_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, lr: float) -> None:
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    nn.functional.cross_entropy(model(x), y).backward()
+    opt.step()
+
+
+def equivalence_worker(rank: int, world_size: int, batch: int, lr: float, batchnorm: bool, sync: bool) -> list:
+    """One SGD step with DDP, each rank on its ``batch / world_size`` slice; returns the parameters (03)."""
+    device = local_device()
+    model = ddp_wrap(_equivalence_model(batchnorm, sync).to(device), device)
+    x, y = (t.to(device) for t in _equivalence_batch(batch))
+    local = batch // world_size
+    _sgd_step(model, x[rank * local:(rank + 1) * local], y[rank * local:(rank + 1) * local], lr)
+    return [p.detach().cpu().clone() for p in model.module.parameters()]
+
+
+def run_ddp_equivalence_check(nprocs: int = 2, batch: int = 64, lr: float = 0.5, batchnorm: bool = False,
+                              sync_batchnorm: bool = False, timeout: float = 90) -> dict:
+    """Max |difference| between DDP's parameters after one step and one process on the whole batch (03).
+
+    Equal (to float rounding) without BatchNorm: DDP averages the ranks' gradients, and the mean
+    of equal-sized slices' mean losses is the whole batch's mean loss.
+    """
+    if batch % nprocs:
+        raise ValueError(f"batch ({batch}) must divide evenly over {nprocs} processes for this comparison")
+    ranks = launch(equivalence_worker, nprocs, args=(batch, lr, batchnorm, sync_batchnorm), timeout=timeout,
+                   verbose=False)
+    single = _equivalence_model(batchnorm)
+    _sgd_step(single, *_equivalence_batch(batch), lr)
+    diff = max_abs_diff(ranks[0], single.parameters())
+    between_ranks = max_abs_diff(ranks[0], ranks[-1])
+    return {"max_abs_diff": diff, "ranks_agree": between_ranks == 0.0, "processes": nprocs, "batch": batch}
+
+
+def no_sync_worker(rank: int, world_size: int, accum: int, local_batch: int) -> dict:
+    """Gradient accumulation over ``accum`` micro-batches, with and without ``no_sync`` (03).
+
+    Returns how many buckets were all-reduced in each case and whether the gradients are equal.
+    """
+    device = local_device()
+    x, y = (t.to(device) for t in rank_share(local_batch * accum * world_size, world_size, rank))
+    grads, calls = {}, {}
+    for use_no_sync in (False, True):
+        torch.manual_seed(0)
+        model = ddp_wrap(DigitsCNN().to(device), device)
+        counter = BucketCounter()
+        model.register_comm_hook(counter, BucketCounter.hook)
+        for i in range(accum):
+            xb, yb = x[i * local_batch:(i + 1) * local_batch], y[i * local_batch:(i + 1) * local_batch]
+            last = i == accum - 1
+            ctx = model.no_sync() if (use_no_sync and not last) else nullcontext()
+            with ctx:
+                (nn.functional.cross_entropy(model(xb), yb) / accum).backward()
+        grads[use_no_sync] = [p.grad.clone() for p in model.parameters()]
+        calls[use_no_sync] = counter.calls
+    diff = max_abs_diff(grads[False], grads[True])
+    return {"allreduce_calls_plain": calls[False], "allreduce_calls_no_sync": calls[True], "grad_max_abs_diff": diff}
+
+
+def pinned_copy_speed(mb: int = 64, repeats: int = 5) -> dict | None:
+    """GB/s of host-to-GPU copies from pageable vs pinned memory; ``None`` without a GPU (03)."""
+    if not torch.cuda.is_available():
+        return None
+    n = mb * 2**20 // 4
+    out = {}
+    for pinned in (False, True):
+        src = torch.empty(n, dtype=torch.float32, pin_memory=pinned)
+        dst = torch.empty(n, dtype=torch.float32, device="cuda")
+        dst.copy_(src, non_blocking=pinned)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            dst.copy_(src, non_blocking=pinned)
+        torch.cuda.synchronize()
+        out["pinned" if pinned else "pageable"] = repeats * n * 4 / (time.perf_counter() - t0) / 1e9
+    return out
+
+
+def throughput_table(rows: list[dict]) -> str:
+    """The 1-vs-N-process measurements as aligned text (03)."""
+    head = f"{'processes':>9} {'global batch':>12} {'step ms':>8} {'samples/s':>10} {'speedup':>8} {'all-reduce KB/step':>19}"
+    lines = [head]
+    for r in rows:
+        lines.append(f"{r['processes']:>9} {r['global_batch']:>12} {1e3 * r['step_s']:>8.1f} {r['samples_per_s']:>10.0f} "
+                     f"{r['speedup']:>7.2f}× {r['allreduce_bytes_per_step'] / 1e3:>19.0f}")
+    return "\n".join(lines)

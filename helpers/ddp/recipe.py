@@ -1,0 +1,67 @@
+"""DistributedDataParallel: the worker notebook 03 teaches (its recipe), the way a training script writes it.
+
+Every rank runs :func:`train_worker` (the launcher from a notebook, or ``torchrun`` through
+``helpers/ddp/script.py``): its local device, its share of the data, the model wrapped in DDP,
+the course's training loop, a checkpoint that rank 0 writes and every rank reloads.
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler
+
+from ..core.data import load_datasets, tensors
+from ..core.logger import Monitor
+from ..core.measure import seed_everything
+from ..core.models import DigitsCNN
+from ..core.train import train
+from ..dist.ranks import local_device
+
+__all__ = ["ddp_wrap", "train_worker"]
+
+
+def ddp_wrap(model: nn.Module, device: torch.device) -> DDP:
+    """``DistributedDataParallel(model)``, told its GPU when it has one (03).
+
+    ``device_ids`` is for a module on one CUDA device; on the CPU it must be left out.
+    """
+    return DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: float, ckpt: str,
+                 log_dir: str | None = None) -> dict:
+    """The course CNN trained with DDP on the digits, each rank on its share; checkpoint saved and reloaded (03).
+
+    The recipe: the rank's local device, a ``DistributedSampler`` (with ``set_epoch`` every epoch,
+    through the training loop's ``on_epoch``), the model wrapped in DDP, the course's one training
+    loop (only rank 0 draws its bar), rank 0 saving the plain module behind a barrier, every rank
+    reloading it with ``map_location``. With ``log_dir``, rank 0 logs every epoch to TensorBoard
+    (``Monitor`` is a no-op on the other ranks) (05).
+    """
+    device = local_device()  # cuda:LOCAL_RANK under nccl: the local rank, never the global one
+    seed_everything(0)
+    ds = load_datasets("digits")
+    sampler = DistributedSampler(ds["train"], num_replicas=world_size, rank=rank, shuffle=True, seed=0)
+    # shuffle=False on the loader: the sampler shuffles; pin_memory only pays off when copying to a GPU
+    loader = DataLoader(ds["train"], batch_size=batch_size // world_size, sampler=sampler, shuffle=False,
+                        pin_memory=device.type == "cuda")
+    model = ddp_wrap(DigitsCNN().to(device), device)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    monitor = Monitor(log_dir, rank=rank, wandb=False) if log_dir else None
+    train(model, loader, epochs=epochs, optimizer=opt, rank=rank, desc=f"DDP × {world_size}",
+          on_epoch=sampler.set_epoch,  # a different shuffle every epoch, the same on every rank
+          logger=monitor)
+    if monitor is not None:
+        monitor.close()
+    if rank == 0:
+        torch.save(model.module.state_dict(), ckpt)  # save the plain module, not the DDP wrapper
+    dist.barrier()  # nobody reads the checkpoint before rank 0 has written it
+    fresh = DigitsCNN().to(device)
+    fresh.load_state_dict(torch.load(ckpt, map_location=device, weights_only=True))
+    same = all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), model.module.state_dict().values()))
+    x_val, y_val = tensors(ds["val"])
+    with torch.no_grad():
+        acc = (fresh(x_val.to(device)).argmax(1).cpu() == y_val).float().mean().item()
+    return {"rank": rank, "samples_seen": len(sampler) * epochs, "val_acc": acc, "checkpoint_matches": same}

@@ -1,0 +1,10 @@
+"""Distributed plumbing, shared by the lessons that start processes (01, 02, 03, 04, 05, 08, 09).
+
+The backend and local-rank rules (``ranks``), the notebook launcher (``launcher``, ``failures``),
+demo and failure-drill workers (``workers``), the DDP throughput instrument (``throughput``),
+``torchrun`` from a notebook (``torchrun``) and Ray on this machine (``ray_cluster``).
+"""
+from . import workers  # noqa: F401
+from .failures import LaunchError  # noqa: F401
+from .launcher import describe_launch, launch  # noqa: F401
+from .ranks import agree, choose_backend, local_device, local_rank, local_world_size  # noqa: F401

@@ -1,0 +1,107 @@
+"""When a launch fails: which rank failed first, and how, in words that say what to do (01, 03).
+
+The launcher collects what each rank said (started, a result, a traceback) and how each process
+ended; :meth:`_Run.diagnose` names the first cause: a rank killed by a signal (the out-of-memory
+killer's SIGKILL, a segfault), a rank that vanished, or one that raised, ahead of the ranks that
+then lost their connection to it.
+"""
+from __future__ import annotations
+
+import io
+import queue as queue_mod
+import signal
+import sys
+from typing import Any
+
+import torch
+
+
+PEER_LOST = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "recvBytes", "sendBytes",
+             "Socket Timeout", "NCCL communicator was aborted")
+
+
+class LaunchError(RuntimeError):
+    """A rank failed; ``rank`` is the one that failed first, ``cause`` says how in one line (01, 03).
+
+    The message holds that rank's whole traceback (or how it ended), then what the other ranks
+    did after it, as consequences.
+    """
+
+    def __init__(self, rank: int, details: str, cause: str = "") -> None:
+        self.rank = rank
+        self.details = details
+        self.cause = cause or details.strip().splitlines()[-1]
+        super().__init__(f"rank {rank} failed; {details}")
+
+
+class _Run:
+    """What the ranks of one launch have said so far: started, results, errors (their tracebacks)."""
+
+    def __init__(self, nprocs: int) -> None:
+        self.nprocs = nprocs
+        self.started: set[int] = set()
+        self.results: dict[int, Any] = {}
+        self.errors: dict[int, str] = {}
+
+    def receive(self, q: Any, wait: float, drain: bool = False) -> None:
+        """Handle the next message (waiting up to ``wait`` s), or every queued one with ``drain``."""
+        while True:
+            try:
+                kind, rank, payload = q.get(timeout=wait) if wait else q.get_nowait()
+            except (queue_mod.Empty, OSError, ValueError):
+                return
+            if kind == "started":
+                self.started.add(rank)
+            elif kind == "out":
+                _relay(rank, *payload)
+            elif kind == "ok":
+                self.results[rank] = torch.load(io.BytesIO(payload), weights_only=False)
+            elif kind == "error":
+                self.errors[rank] = payload
+            if not drain:
+                return
+
+    def failed(self, exits: dict[int, int]) -> bool:
+        return bool(self.errors) or any(r not in self.results for r in exits)
+
+    def diagnose(self, exits: dict[int, int | None]) -> LaunchError:
+        """The error that names the first cause: a rank killed by a signal, one that vanished, or one that raised."""
+        notes = {r: _how_it_ended(r, code, r in self.started)
+                 for r, code in exits.items() if code is not None and r not in self.results and r not in self.errors}
+        signalled = [r for r, code in exits.items() if code is not None and code < 0 and r in notes]
+        causes = [r for r in self.errors if not any(s in self.errors[r] for s in PEER_LOST)]
+        first = (signalled or sorted(notes) or sorted(causes) or sorted(self.errors))[0]
+        text = notes[first] if first in notes else f"its traceback:\n{self.errors[first]}"
+        cause = notes[first] if first in notes else self.errors[first].strip().splitlines()[-1]
+        others = [f"rank {r}: {notes[r]}" for r in sorted(notes) if r != first]
+        others += [f"rank {r} then failed: {self.errors[r].strip().splitlines()[-1]}" for r in sorted(self.errors)
+                   if r != first]
+        if others:
+            text += "\nAfter that (consequences, most likely):\n" + "\n".join(others)
+        return LaunchError(first, text, f"rank {first}: {cause}")
+
+
+def _how_it_ended(rank: int, code: int, started: bool) -> str:
+    """Why a rank that left no traceback is gone, in words, with the likely cause and the fix."""
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        why = {"SIGKILL": " (the out-of-memory killer sends SIGKILL: out of memory? Watch memory, or use a smaller "
+                          "batch or fewer processes)",
+               "SIGSEGV": " (a crash in native code: a segmentation fault)",
+               "SIGABRT": " (native code aborted: look above for its message)",
+               "SIGBUS": " (a crash in native code: often shared memory (/dev/shm) running out)"}.get(name, "")
+        return f"it was killed by {name}{why}"
+    if not started:
+        return (f"it exited with code {code} before running your function: spawn could not start it. The error is "
+                "printed above, outside this message. If you launched from a script, call launch() under "
+                "`if __name__ == \"__main__\":` (spawn imports the script again in every new process).")
+    if code == 0:
+        return ("it exited with code 0 without returning a result: does the function call sys.exit(), os._exit(), "
+                "or end the process some other way before returning?")
+    return f"it exited with code {code} without a traceback (os._exit, or a crash in native code)"
+
+
+def _relay(rank: int, stream: str, text: str) -> None:
+    out = sys.stderr if stream == "stderr" else sys.stdout
+    out.write(text)
+    out.flush()

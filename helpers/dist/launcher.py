@@ -1,0 +1,254 @@
+"""Run a function on N processes from a notebook, and get their results back (01, 02, 03).
+
+``launch(fn, nprocs=2)`` is the course's notebook launcher, in the spirit of Accelerate's
+``notebook_launcher`` and ``torch.multiprocessing.spawn``, with what a notebook needs on top:
+
+- the backend is chosen for you (nccl with one GPU per process, gloo otherwise) and said;
+- the rendezvous port is free by construction: the launcher opens the ``TCPStore`` itself on
+  port 0, so two launches at once never collide;
+- the *spawn* start method, safe after CUDA has been initialised in the notebook;
+- each rank's return value comes back to the notebook, its prints are relayed to the cell;
+- when a rank fails, every other rank is ended at once and the notebook is told which rank
+  failed *first* and how (its traceback, or the signal that killed it); a hung launch is ended
+  by ``timeout``; no process is left behind, not even one a rank started, and not when the
+  kernel itself dies.
+
+``fn`` is called as ``fn(rank, world_size, *args)`` with ``torch.distributed`` already
+initialised. It must be importable by the new processes: define it in a module (a file next to
+the notebook, or ``helpers``), not in a notebook cell (see notebook 03).
+"""
+from __future__ import annotations
+
+import gc
+import io
+import math
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+import traceback
+from datetime import timedelta
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from ..core.device import hardware_label
+from ..core.procs import kill_group
+from .failures import LaunchError, _Run  # noqa: F401  (LaunchError: raised here, importable from here)
+from .ranks import choose_backend, local_device
+
+
+HOST = "127.0.0.1"
+SETTLE = 1.0  # seconds to keep listening after a first failure: the root cause may arrive second
+
+
+def check_importable(fn: Callable) -> None:
+    """Refuse a function that spawned processes cannot import, saying how to fix it (03)."""
+    if not callable(fn):
+        raise TypeError(f"launch() needs a function to run, got {type(fn).__name__}")
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", "")
+    interactive_main = module == "__main__" and not hasattr(sys.modules.get("__main__"), "__file__")
+    if interactive_main or "<locals>" in qualname or "<lambda>" in qualname:
+        raise ValueError(
+            f"{qualname or fn!r} is defined in a notebook cell (module __main__) or inside another function, so a "
+            "spawned process cannot import it (it would fail with \"Can't get attribute ... on <module '__main__'\"). "
+            "Put it in a file, e.g. with %%writefile my_worker.py, then `from my_worker import ...`.")
+
+
+class _Relay(io.TextIOBase):
+    """A file-like object in a rank that sends what is written to the notebook's process."""
+
+    def __init__(self, q: Any, rank: int, stream: str) -> None:
+        self.q, self.rank, self.stream = q, rank, stream
+
+    def write(self, s: str) -> int:
+        if s:
+            self.q.put(("out", self.rank, (self.stream, s)))
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _die_with_parent(parent: int) -> None:
+    """In a rank: when the process that launched it is gone, end the rank and whatever it started."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
+
+
+def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int, threads: int,
+           timeout_s: float, args: tuple, q: Any, relay: bool, parent: int) -> None:
+    os.setpgrp()  # a process group of its own: the rank and anything it starts end together
+    _die_with_parent(parent)
+    q.put(("started", rank, os.getpid()))
+    if relay:
+        sys.stdout = _Relay(q, rank, "stdout")
+        sys.stderr = _Relay(q, rank, "stderr")
+    try:
+        torch.set_num_threads(threads)
+        os.environ.update(MASTER_ADDR=HOST, MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
+                          LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size), OMP_NUM_THREADS=str(threads))
+        device = local_device(backend)  # one machine: the local rank is the rank
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        fn = pickle.loads(fn_bytes)  # here, not in spawn's bootstrap, so an import failure is reported
+        store = dist.TCPStore(HOST, port, world_size, False, timedelta(seconds=timeout_s))
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
+                                timeout=timedelta(seconds=timeout_s))
+        result = fn(rank, world_size, *args)
+        buf = io.BytesIO()
+        torch.save(result, buf)
+        q.put(("ok", rank, buf.getvalue()))
+    except BaseException:
+        q.put(("error", rank, traceback.format_exc()))
+        raise SystemExit(1)
+    finally:
+        if dist.is_initialized():
+            gc.collect()  # free what holds the process group (a DDP reducer) while Python is still alive
+            dist.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def _end(procs: list) -> None:
+    """Terminate, then kill, every rank and its process group; reap them all.
+
+    Pressing Stop again while this runs does not cut it short: the interrupt is re-raised once
+    every process is gone.
+    """
+    started = [p for p in procs if p.pid is not None]
+    interrupted = False
+    stage = 0
+    while stage < 3:
+        try:
+            if stage == 0:
+                for p in started:
+                    if p.is_alive():
+                        p.terminate()
+                stage = 1
+            if stage == 1:
+                deadline = time.monotonic() + 3
+                for p in started:
+                    p.join(max(0.0, deadline - time.monotonic()))
+                stage = 2
+            if stage == 2:
+                for p in started:
+                    kill_group(p.pid)  # the rank if still alive, and what it started
+                    if p.is_alive():
+                        p.kill()
+                    p.join(5)
+                stage = 3
+        except KeyboardInterrupt:
+            interrupted = True
+            stage = max(stage, 2)  # no more waiting: kill
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+def _refuse_during_bootstrap() -> None:
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError(
+            "launch() was called while this process was itself being started by launch(): your script calls "
+            "launch() when it is imported. spawn imports the script again in every new process, so put the call "
+            "under `if __name__ == \"__main__\":`.")
+
+
+def _check_run_arguments(threads: int, timeout: float) -> None:
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise ValueError(f"threads must be a positive int, got {threads!r}")
+    if (not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not math.isfinite(timeout)
+            or not 1 <= timeout <= 86400):
+        raise ValueError(f"timeout must be a number of seconds from 1 to 86400 (a day), got {timeout!r}; starting "
+                         "the processes alone takes about a second")
+
+
+def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None = None, timeout: float = 120.0,
+           threads: int = 1, verbose: bool = True, relay_output: bool = True, check: bool = True) -> list[Any]:
+    """Run ``fn(rank, world_size, *args)`` on ``nprocs`` processes; return their results by rank (01–03).
+
+    ``threads`` is ``torch.set_num_threads`` in every rank (1 by default, so that N processes on
+    N cores do not fight over them). ``timeout`` (seconds) bounds the whole launch. Raises
+    :class:`LaunchError` naming the rank that failed first (its traceback, or the signal that
+    killed it), or ``TimeoutError``; in both cases every rank has been ended before it raises.
+    ``check=False`` skips the importability check, to show the error spawn itself gives.
+
+    Example::
+
+        from helpers.dist import launch, workers
+        launch(workers.all_reduce_sum, nprocs=4)   # [10.0, 10.0, 10.0, 10.0]
+    """
+    _refuse_during_bootstrap()
+    backend = choose_backend(nprocs, backend)
+    if check:
+        check_importable(fn)
+    _check_run_arguments(threads, timeout)
+    try:
+        fn_bytes = pickle.dumps(fn)
+        pickle.dumps(args)
+    except Exception as e:
+        raise TypeError(f"launch() needs a picklable function and args to reach the processes: {e}") from e
+    cores = os.cpu_count() or 1
+    if verbose:
+        print(f"launching {nprocs} process{'es' if nprocs > 1 else ''} (backend {backend}, "
+              f"{threads} thread{'s' if threads > 1 else ''} each)")
+    if nprocs * threads > 2 * cores:
+        print(f"note: {nprocs} process(es) × {threads} thread(s) on {cores} core(s): each gets about "
+              f"{cores / (nprocs * threads):.2g} of a core, so this will be slow; timeout={timeout:g} s may be too short",
+              file=sys.stderr)
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    store = dist.TCPStore(HOST, 0, None, True, timedelta(seconds=timeout), wait_for_workers=False)
+    procs = [ctx.Process(target=_entry, daemon=True, name=f"rank{r}",
+                         args=(fn_bytes, r, nprocs, backend, store.port, threads, timeout, args, q, relay_output,
+                               os.getpid()))
+             for r in range(nprocs)]
+    run = _Run(nprocs)
+    deadline = time.monotonic() + timeout
+    try:
+        for p in procs:
+            p.start()
+        while len(run.results) < nprocs:
+            run.receive(q, wait=0.05)
+            exits = {r: p.exitcode for r, p in enumerate(procs) if p.exitcode is not None}
+            if run.failed(exits):
+                settle = time.monotonic() + SETTLE  # let the first cause arrive, if it comes second
+                while time.monotonic() < settle and any(p.exitcode is None for p in procs):
+                    run.receive(q, wait=0.05)
+                run.receive(q, wait=0.2)
+                raise run.diagnose({r: p.exitcode for r, p in enumerate(procs)})
+            if time.monotonic() > deadline:
+                running = [r for r in range(nprocs) if r not in run.results]
+                raise TimeoutError(
+                    f"launch did not finish within {timeout:g} s; rank(s) {running} still running were ended. "
+                    "A rank may be waiting in a collective (send/recv, all_reduce) that another rank never "
+                    "reaches; raise timeout= if the work is just slow.")
+    finally:
+        _end(procs)
+        run.receive(q, wait=0.0, drain=True)
+        q.close()
+        q.join_thread()
+        del store
+    return [run.results[r] for r in range(nprocs)]
+
+
+def describe_launch(nprocs: int, threads: int = 1, backend: str | None = None) -> str:
+    """What ``launch(fn, nprocs)`` computes on, for a figure's label (01, 03): devices, processes, threads."""
+    backend = choose_backend(nprocs, backend)
+    if backend == "nccl":
+        return f"{hardware_label('cuda:0')}, {nprocs} processes on cuda:0…{nprocs - 1} (nccl)"
+    return f"{hardware_label('cpu', processes=nprocs, threads=threads)} (gloo)"
+
+

@@ -1,0 +1,191 @@
+"""Ray on this machine, one node or a real cluster of several, that leaves nothing behind (04).
+
+:func:`init_ray` starts Ray (``ray.init``), or a cluster with ``ray start --head`` and
+``ray start --address=…`` on 127.0.0.1 protected by a token, and connects this notebook as its
+driver; :func:`shutdown_ray` ends every process of that Ray session, and a watchdog does if the
+kernel dies first. Every process of a session is found by the session's own folder.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..core.procs import end_processes, session_processes, watch_parent
+
+# The clusters init_ray starts are protected by a token (Ray's token authentication): every node and
+# this driver share one secret, which Ray reads from the environment when it is first imported.
+_RAY_IMPORTED_FIRST = "ray" in sys.modules
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+
+
+_TEMP_DIR: Path | None = None
+
+
+_WATCHDOG = None  # the process that cleans up Ray if this kernel dies first
+
+_SESSION = [""]  # the running Ray session's own folder: every process of the session names it
+
+
+def ray_temp_dir() -> Path:
+    """This user's private folder for Ray's sockets, logs and session files (04).
+
+    Short (Ray's socket paths must stay under ~100 characters) and private (mode 700, owned by this
+    user): a fixed shared name such as /tmp/beyond-one-gpu-ray can already exist on a shared
+    machine, made by someone else and writable by all. If the usual folder is not ours and
+    private, a fresh one is made.
+    """
+    global _TEMP_DIR
+    if _TEMP_DIR is not None and _TEMP_DIR.is_dir():
+        return _TEMP_DIR
+    path = Path(tempfile.gettempdir()) / f"bog-ray-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        st = path.lstat()
+        if path.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise PermissionError(f"{path} is not private to this user")
+    except OSError:
+        path = Path(tempfile.mkdtemp(prefix="bog-ray-"))  # mkdtemp makes it mode 700
+    _TEMP_DIR = path
+    return path
+
+
+def _ray_cli(*args: str, timeout: float = 90) -> None:
+    """Run ``ray ARGS`` (the CLI of this environment's Ray); raise with its output if it fails."""
+    cmd = [sys.executable, "-m", "ray.scripts.scripts", *args]
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if r.returncode:
+        raise RuntimeError(f"`ray {' '.join(args)}` failed:\n{(r.stdout + r.stderr)[-2000:]}")
+
+
+def init_ray(num_cpus: int | None = None, nodes: int = 1, quiet: bool = True) -> dict:
+    """Start Ray on this machine, quietly; with ``nodes=2``, a real two-node cluster (04).
+
+    ``nodes=1``: ``ray.init`` with every CPU (or ``num_cpus``) and every GPU. ``nodes=2``: a head
+    node and a worker node started with ``ray start --head`` and ``ray start --address=…`` on
+    127.0.0.1, the CPUs split between them (GPUs go to the head node), and this notebook connects
+    as the driver. Calling it again reuses what runs; asking for another size while Ray runs
+    raises, saying to call :func:`shutdown_ray` first. Ray's processes are cleaned up by
+    :func:`shutdown_ray`, and by a watchdog if the kernel dies first.
+
+    Example::
+
+        init_ray(nodes=2)          # two nodes on this machine
+        run_tuner("asha", num_samples=8, max_t=3)
+        shutdown_ray()
+    """
+    import ray
+
+    if num_cpus is not None and (not isinstance(num_cpus, int) or isinstance(num_cpus, bool) or num_cpus < 1):
+        raise ValueError(f"num_cpus must be a positive int or None (every CPU), got {num_cpus!r}")
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
+        raise ValueError(f"nodes must be a positive int, got {nodes!r}")
+    cpus = num_cpus or os.cpu_count() or 1
+    if nodes > cpus:
+        raise ValueError(f"{nodes} nodes need at least one CPU each and {cpus} are available; use nodes<={cpus}")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # the classic table reporter, with chosen columns
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if ray.is_initialized():
+        res = ray.cluster_resources()
+        alive = sum(n["Alive"] for n in ray.nodes())
+        if (num_cpus is not None and int(res.get("CPU", 0)) != num_cpus) or alive != nodes:
+            raise RuntimeError(f"Ray is already running here with {int(res.get('CPU', 0))} CPU(s) on {alive} node(s); "
+                               f"call shutdown_ray() first to start it again with num_cpus={num_cpus}, nodes={nodes}")
+    else:
+        if nodes > 1 and _RAY_IMPORTED_FIRST and os.environ.get("RAY_AUTH_MODE") != "token":
+            raise RuntimeError("ray was imported before helpers.tuning, so this kernel cannot join a cluster "
+                               "protected by a token; restart the kernel and import helpers.tuning first")
+        try:
+            _start_ray(cpus, nodes, logging.ERROR if quiet else logging.INFO, not quiet)
+        except BaseException:  # a failed or interrupted start leaves nothing behind
+            shutdown_ray()
+            raise
+    if quiet:
+        for name in ("ray", "ray.tune", "ray.train", "ray.data"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+    res = ray.cluster_resources()
+    return {"cpus": int(res.get("CPU", 0)), "gpus": int(res.get("GPU", 0)),
+            "nodes": sum(n["Alive"] for n in ray.nodes())}
+
+
+def _start_ray(cpus: int, nodes: int, log_level: int, log_to_driver: bool) -> None:
+    """``ray.init`` on this machine, or ``ray start`` a head and worker nodes on 127.0.0.1 and connect."""
+    import ray
+
+    global _WATCHDOG
+
+    # a folder of this session's own, inside this user's private one: every process of the session
+    # names it (in its command line, its environment, or the log files it keeps open), which is how
+    # shutdown_ray and the watchdog find them all, and nothing else
+    temp = Path(tempfile.mkdtemp(prefix="", dir=ray_temp_dir()))
+    _SESSION[0] = str(temp)
+    os.environ["BEYOND_ONE_GPU_SESSION"] = _SESSION[0]
+    try:
+        _WATCHDOG = watch_parent(marker=_SESSION[0])  # if this kernel dies, its Ray processes go too
+        if nodes == 1:
+            ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=log_to_driver, logging_level=log_level,
+                     _temp_dir=str(temp), configure_logging=True)
+            return
+        port = _free_port()
+        share = [cpus // nodes + (i < cpus % nodes) for i in range(nodes)]
+        common = ["--node-ip-address=127.0.0.1", "--disable-usage-stats", f"--temp-dir={temp}"]
+        _ray_cli("start", "--head", f"--port={port}", f"--num-cpus={share[0]}", "--include-dashboard=false", *common)
+        for c in share[1:]:
+            _ray_cli("start", f"--address=127.0.0.1:{port}", f"--num-cpus={c}", "--num-gpus=0", *common)
+        ray.init(address=f"127.0.0.1:{port}", log_to_driver=log_to_driver, logging_level=log_level,
+                 configure_logging=True)
+    finally:
+        os.environ.pop("BEYOND_ONE_GPU_SESSION", None)  # Ray's processes have it; later ones of this kernel must not
+
+
+def cluster_nodes() -> list[dict]:
+    """The nodes of the running Ray cluster, from ``ray.nodes()``: address, CPUs, GPUs, alive (04)."""
+    import ray
+
+    return [{"node": n["NodeManagerAddress"] + ":" + str(n["NodeManagerPort"]), "alive": n["Alive"],
+             "cpus": int(n["Resources"].get("CPU", 0)), "gpus": int(n["Resources"].get("GPU", 0)),
+             "head": "node:__internal_head__" in n["Resources"]} for n in ray.nodes()]
+
+
+def shutdown_ray(grace: float = 3.0) -> list[int]:
+    """Stop Ray and every process of its session; return the pids that had to be ended by hand (04).
+
+    ``ray.shutdown()`` disconnects this notebook (and stops a local Ray). The nodes of a cluster
+    that :func:`init_ray` started, and any of Ray's agents that ignore SIGTERM, are then ended:
+    every process carrying this session's marker, SIGTERM first, SIGKILL after ``grace`` seconds.
+    Nothing else is touched (``ray stop`` would end every Ray on the machine). Safe to call when
+    Ray is not running.
+    """
+    import ray
+
+    global _WATCHDOG
+
+    if ray.is_initialized():
+        ray.shutdown()
+    ended: list[int] = []
+    if _SESSION[0]:
+        watchdog = _WATCHDOG.pid if _WATCHDOG is not None else None
+        ended = end_processes((p for p in session_processes(_SESSION[0]) if p.pid != watchdog), grace=grace)
+        shutil.rmtree(_SESSION[0], ignore_errors=True)  # the session folder init_ray made: its logs and sockets
+        _SESSION[0] = ""
+    if _WATCHDOG is not None:
+        _WATCHDOG.kill()
+        _WATCHDOG.wait()
+        _WATCHDOG = None
+    return ended
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

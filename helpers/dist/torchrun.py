@@ -1,0 +1,86 @@
+"""``torchrun`` from a notebook: the command line, and a run that leaves nothing behind (03).
+
+:func:`run_torchrun` starts ``torchrun`` agents (one, or several "nodes" on this machine meeting
+at a c10d rendezvous on 127.0.0.1), each in a process group of its own, and ends them all on a
+timeout, a failure, Jupyter's Stop, or the kernel's death.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from ..core.procs import kill_group, watch_parent
+
+
+def torchrun_command(nproc: int = 2, nnodes: int = 1, endpoint: str | None = None,
+                     script_args: tuple[str, ...] = ()) -> list[str]:
+    """The torchrun command line for this course's DDP script, one node (standalone) or several (03).
+
+    Several nodes meet at a c10d rendezvous: every node runs the *same* command, and the
+    rendezvous gives each its node rank (no ``--node_rank`` to set by hand).
+    """
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}"]
+    if nnodes == 1 and endpoint is None:
+        cmd.append("--standalone")  # a free local port is chosen for the rendezvous
+    else:
+        if endpoint is None:
+            raise ValueError("several nodes need a rendezvous endpoint reachable by all, e.g. endpoint='10.0.0.1:29500'")
+        cmd += [f"--nnodes={nnodes}", "--rdzv_backend=c10d", f"--rdzv_endpoint={endpoint}", "--rdzv_id=beyond-one-gpu"]
+    return cmd + ["-m", "helpers.ddp.script", *script_args]
+
+
+def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: float = 90, nnodes: int = 1) -> str:
+    """Run the course's DDP script with torchrun and return what it printed (03).
+
+    ``nnodes=1``: ``torchrun --standalone --nproc_per_node N``. ``nnodes=2``: a real two-node launch
+    on this machine: two torchrun agents, each a "node" with ``nproc`` processes, meeting at a c10d
+    rendezvous on 127.0.0.1 (a free port). Each agent runs in a process group of its own; all of
+    them are killed if the run outlives ``timeout`` seconds, fails on one node, is interrupted
+    (Jupyter's Stop), or if this kernel dies (a watchdog). Returns the nodes' outputs, node by node.
+    """
+
+    if not isinstance(nnodes, int) or nnodes < 1:
+        raise ValueError(f"nnodes must be a positive int, got {nnodes!r}")
+    endpoint = None if nnodes == 1 else f"127.0.0.1:{_free_port()}"
+    cmd = torchrun_command(nproc, nnodes=nnodes, endpoint=endpoint, script_args=script_args)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    outs = [tempfile.TemporaryFile("w+") for _ in range(nnodes)]
+    agents = [subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+              for out in outs]
+    watchdog = watch_parent(groups=[a.pid for a in agents])  # if this kernel dies, the agents and workers go too
+    deadline = time.monotonic() + timeout
+    try:
+        while any(a.poll() is None for a in agents):
+            if any(a.returncode not in (None, 0) for a in agents) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    finally:
+        for a in agents:
+            if a.poll() is None:
+                kill_group(a.pid)
+            a.wait()
+        watchdog.kill()
+        watchdog.wait()
+    texts = []
+    for out in outs:
+        out.seek(0)
+        texts.append(out.read())
+        out.close()
+    text = texts[0] if nnodes == 1 else "\n".join(f"--- node {i} ---\n{t}" for i, t in enumerate(texts))
+    if time.monotonic() > deadline:
+        raise TimeoutError(f"torchrun did not finish within {timeout:g} s and was killed with all its workers")
+    if any(a.returncode != 0 for a in agents):
+        codes = [a.returncode for a in agents]
+        raise RuntimeError(f"torchrun exited with code(s) {codes}; its output:\n{text}")
+    return text
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,198 @@
+"""Out-of-memory troubleshooting, measured the same way on every machine (06).
+
+Memory is read from the GPU when there is one (``torch.cuda.memory_allocated`` and friends,
+NVML/GPUtil), and everywhere with ``helpers.core.saved.SavedTensorTracker``: the bytes autograd
+keeps for the backward pass, which are what leaks and what the remedies save.
+"""
+from __future__ import annotations
+
+import gc
+import math
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import torch
+from torch import nn
+
+from ..core.device import gpu_probe
+from ..core.saved import SavedTensorTracker
+from .recipe import deep_mlp, small_mlp
+
+__all__ = ["gpu_status", "gpu_status_line", "cuda_memory_summary", "cuda_memory", "allocation_walkthrough",
+           "leak_curve", "saved_bytes", "remedies", "accumulation_check", "label_out_of_range_error",
+           "mismatched_model"]
+
+
+def gpu_status() -> list[dict]:
+    """Utilisation and memory of every GPU (NVML, else GPUtil); ``[]`` with no GPU or driver (06)."""
+    return gpu_probe()[0]
+
+
+def gpu_status_line(step: int | None = None) -> str:
+    """One line per GPU for printing inside a training loop, or a clean "no GPU" answer (06)."""
+    rows = gpu_status()
+    prefix = f"step {step}: " if step is not None else ""
+    if not rows:
+        return prefix + "no GPU (GPUtil sees none, NVML has no driver): nothing to watch"
+    return "; ".join(f"{prefix}GPU {g['index']} {g['utilization_pct']:.0f}% busy, "
+                     f"{g['memory_used_gb']:.2f}/{g['memory_total_gb']:.1f} GB" for g in rows)
+
+
+def cuda_memory_summary() -> str:
+    """``torch.cuda.memory_summary()``, or why there is none (on a CPU it raises ``KeyError``) (06)."""
+    if not torch.cuda.is_available():
+        return "no CUDA device: torch.cuda.memory_summary() has nothing to report (it raises KeyError here)"
+    return torch.cuda.memory_summary(abbreviated=True)
+
+
+def cuda_memory(tag: str = "") -> dict:
+    """Allocated, reserved and peak bytes on the current GPU, with a tag (06)."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("cuda_memory() needs a GPU; on a CPU use SavedTensorTracker instead")
+    return {"tag": tag, "allocated": torch.cuda.memory_allocated(), "reserved": torch.cuda.memory_reserved(),
+            "peak_allocated": torch.cuda.max_memory_allocated()}
+
+
+def allocation_walkthrough(megabytes: int = 256) -> list[dict]:
+    """On a GPU: allocated/reserved/peak after allocating, after ``del``, after ``empty_cache`` (06)."""
+    torch.cuda.reset_peak_memory_stats()
+    rows = [cuda_memory("start")]
+    x = torch.empty(megabytes * 2**20 // 4, device="cuda")
+    rows.append(cuda_memory(f"after allocating {megabytes} MB"))
+    del x
+    rows.append(cuda_memory("after del x"))
+    torch.cuda.empty_cache()
+    rows.append(cuda_memory("after torch.cuda.empty_cache()"))
+    return rows
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cycle collector off for a measurement, back to its old state after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def leak_curve(fixed: bool, iterations: int = 20, batch: int = 64, device: str | torch.device = "cpu") -> dict:
+    """Run an evaluation loop that sums the loss; return the bytes held after each iteration (06).
+
+    The bug: ``total += loss`` keeps each iteration's graph, with its saved activations, alive.
+    The fix: ``total += loss.item()`` keeps a Python float. (``torch.no_grad()`` avoids the graph.)
+    """
+    device = torch.device(device)
+    model = small_mlp().to(device)
+    g = torch.Generator().manual_seed(0)
+    held, cuda_alloc = [], []
+    total: float | torch.Tensor = 0.0
+    gc.collect()  # garbage of earlier work must not be freed during the measurement and look like a fix
+    with _gc_paused(), SavedTensorTracker() as tracker:
+        for i in range(iterations):
+            x, y = torch.rand(batch, 64, generator=g).to(device), torch.randint(0, 10, (batch,), generator=g).to(device)
+            loss = nn.functional.cross_entropy(model(x), y)
+            total = total + (loss.item() if fixed else loss)
+            del loss
+            held.append(tracker.live_bytes())
+            if device.type == "cuda":
+                cuda_alloc.append(torch.cuda.memory_allocated(device))
+    growth = [b - a for a, b in zip(held, held[1:])]
+    return {"fixed": fixed, "held_bytes": held, "bytes_per_iter": growth[-1] if growth else 0,
+            "constant_growth": len(set(growth)) <= 1, "cuda_allocated": cuda_alloc,
+            "total_loss": float(total.detach() if torch.is_tensor(total) else total)}
+
+
+def saved_bytes(fn: Callable[[], torch.Tensor]) -> int:
+    """Peak bytes of saved tensors while ``fn`` runs its forward pass (06)."""
+    with SavedTensorTracker() as t:
+        out = fn()
+        peak = t.peak
+    del out
+    return peak
+
+
+def remedies(blocks: int = 16, width: int = 256, batch: int = 512, device: str | torch.device = "cpu") -> dict:
+    """Saved-activation bytes of one forward: plain, no_grad, inference_mode, 16-bit autocast, checkpointing (06)."""
+    from torch.utils.checkpoint import checkpoint_sequential
+
+    device = torch.device(device)
+    model = deep_mlp(blocks, width).to(device)
+    x = torch.randn(batch, width, device=device)
+    segments = max(1, round(math.sqrt(blocks)))
+    dtype16 = torch.bfloat16 if device.type == "cpu" else (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16)
+
+    def plain() -> torch.Tensor:
+        return model(x)
+
+    def no_grad() -> torch.Tensor:
+        with torch.no_grad():
+            return model(x)
+
+    def inference() -> torch.Tensor:
+        with torch.inference_mode():
+            return model(x)
+
+    def autocast() -> torch.Tensor:
+        with torch.autocast(device.type, dtype=dtype16):
+            return model(x)
+
+    def checkpointed() -> torch.Tensor:
+        return checkpoint_sequential(model, segments, x, use_reentrant=False)
+
+    out = {name: saved_bytes(f) for name, f in
+           (("plain", plain), ("no_grad", no_grad), ("inference_mode", inference), ("autocast", autocast),
+            ("checkpoint", checkpointed))}
+    out["checkpoint_blocks"] = blocks
+    out["checkpoint_segments"] = segments
+    out["autocast_dtype"] = str(dtype16).replace("torch.", "")
+    # In block-activations A (batch × width floats): plain keeps the input and every block's output,
+    # blocks + 1; checkpoint_sequential keeps every segment's input and runs the last segment
+    # normally, keeping its blocks' outputs too: segments + blocks / segments, i.e. 2√n for √n segments.
+    activation = batch * width * x.element_size()
+    out["activation_bytes"] = activation
+    out["plain_expected"] = (blocks + 1) * activation
+    out["checkpoint_expected"] = int((segments + blocks / segments) * activation)
+    return out
+
+
+def accumulation_check(batch: int = 256, steps: int = 4, width: int = 256) -> dict:
+    """Gradient accumulation over ``steps`` micro-batches vs one big batch: same gradient, less held (06)."""
+    model = deep_mlp(4, width)
+    x = torch.randn(batch, width)
+    y = torch.randint(0, width, (batch,))
+
+    def grads() -> list[torch.Tensor]:
+        out = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad(set_to_none=True)
+        return out
+
+    with SavedTensorTracker() as t:
+        nn.functional.cross_entropy(model(x), y).backward()
+        big_peak = t.peak
+    big = grads()
+    with SavedTensorTracker() as t:
+        for xb, yb in zip(x.chunk(steps), y.chunk(steps)):
+            (nn.functional.cross_entropy(model(xb), yb) / steps).backward()  # / steps: the mean over the batch
+        acc_peak = t.peak
+    acc = grads()
+    return {"max_abs_diff": max((a - b).abs().max().item() for a, b in zip(big, acc)),
+            "peak_big_batch": big_peak, "peak_accumulated": acc_peak, "steps": steps}
+
+
+def label_out_of_range_error() -> str:
+    """The message a label of 10 for 10 classes gives on the CPU, where it is readable (06)."""
+    logits, labels = torch.randn(4, 10), torch.tensor([1, 2, 10, 3])
+    try:
+        nn.functional.cross_entropy(logits, labels)
+    except IndexError as e:
+        return f"IndexError: {e}"
+    raise AssertionError("expected an IndexError for label 10 with 10 classes")
+
+
+def mismatched_model() -> nn.Module:
+    """A CNN whose head expects the wrong number of features: the classic shape error (06)."""
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(8 * 8 * 8, 10))  # wrong: after the pool the image is 4×4, not 8×8

@@ -1,0 +1,128 @@
+"""Out-of-memory troubleshooting: the code notebook 06 teaches (its recipe).
+
+The models the lessons use, and :func:`find_largest_batch`: halve the batch on an
+out-of-memory error until a step fits, then bisect, freeing memory outside the ``except``
+block (inside it, the traceback still holds the failed step's tensors).
+"""
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ..core.saved import BudgetExceeded, SavedTensorTracker
+
+__all__ = ["small_mlp", "Block", "deep_mlp", "is_oom", "BatchSearch", "find_largest_batch",
+           "training_step_under_budget", "training_step_on_gpu"]
+
+
+def small_mlp(seed: int = 0) -> nn.Module:
+    """The small MLP of the leak demonstration: 64 → 256 → 256 → 10 (06)."""
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+class Block(nn.Module):
+    """Linear + ReLU of one width: the unit that activation checkpointing stores or recomputes (06)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.lin(x))
+
+
+def deep_mlp(blocks: int = 16, width: int = 256, seed: int = 0) -> nn.Sequential:
+    """``blocks`` identical Linear+ReLU blocks (06)."""
+    torch.manual_seed(seed)
+    return nn.Sequential(*[Block(width) for _ in range(blocks)])
+
+
+def is_oom(err: BaseException) -> bool:
+    """Whether an exception is an out-of-memory error (CUDA's, MPS's, or the CPU budget's) (06)."""
+    if isinstance(err, (BudgetExceeded, torch.cuda.OutOfMemoryError)):
+        return True
+    return isinstance(err, RuntimeError) and "out of memory" in str(err)
+
+
+@dataclass
+class BatchSearch:
+    """The result of :func:`find_largest_batch`: the batch found and every size tried."""
+
+    batch_size: int
+    tried: list[tuple[int, bool]] = field(default_factory=list)  # (size, fitted)
+
+
+def find_largest_batch(step: Callable[[int], object], start: int = 4096, minimum: int = 1,
+                       refine: bool = True) -> BatchSearch:
+    """Largest batch size for which ``step(batch_size)`` runs without running out of memory (06).
+
+    Halves from ``start`` until a step fits (like Accelerate's ``find_executable_batch_size``),
+    then, with ``refine``, bisects between the last size that failed and the first that fitted.
+    Memory is freed *outside* the ``except`` block: inside it, the traceback still references
+    the failed step's tensors.
+    """
+    if not isinstance(start, int) or start < 1 or not isinstance(minimum, int) or minimum < 1:
+        raise ValueError(f"start and minimum must be positive ints, got start={start!r}, minimum={minimum!r}")
+    tried: list[tuple[int, bool]] = []
+
+    def fits(bs: int) -> bool:
+        failed = False
+        try:
+            step(bs)
+        except Exception as e:  # only OOMs are retried; anything else is a real bug
+            if not is_oom(e):
+                raise
+            failed = True
+        if failed:  # outside the except block, so the failed step's frames can be freed
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        tried.append((bs, not failed))
+        return not failed
+
+    bs = start
+    while not fits(bs):
+        if bs <= minimum:
+            raise RuntimeError(f"even batch size {minimum} does not fit; make the model smaller or free memory")
+        bs = max(minimum, bs // 2)
+    good, bad = bs, (bs * 2 if bs < start else None)
+    if refine and bad is not None:
+        while bad - good > max(1, good // 64):  # within ~1.5 %
+            mid = (good + bad) // 2
+            if fits(mid):
+                good = mid
+            else:
+                bad = mid
+    return BatchSearch(good, tried)
+
+
+def training_step_under_budget(budget_bytes: int, width: int = 256, blocks: int = 4) -> Callable[[int], None]:
+    """A training step of a deep MLP whose saved tensors must stay under ``budget_bytes`` (06, CPU path)."""
+    model = deep_mlp(blocks, width)
+
+    def step(batch_size: int) -> None:
+        x = torch.randn(batch_size, width)
+        with SavedTensorTracker(budget_bytes):
+            loss = model(x).square().mean()
+        loss.backward()
+        model.zero_grad(set_to_none=True)
+
+    return step
+
+
+def training_step_on_gpu(width: int = 4096, blocks: int = 8) -> Callable[[int], None]:
+    """A real training step on the GPU, for the search under a memory fraction (06, GPU path)."""
+    model = deep_mlp(blocks, width).cuda()
+
+    def step(batch_size: int) -> None:
+        x = torch.randn(batch_size, width, device="cuda")
+        model(x).square().mean().backward()
+        model.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+
+    return step

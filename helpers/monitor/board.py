@@ -1,0 +1,99 @@
+"""TensorBoard's server from a notebook: the right binary, a free port, a check it answers, a clean stop (05)."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+__all__ = ["tensorboard_binary", "free_port", "running_tensorboards", "check_tensorboard", "stop_tensorboards"]
+
+
+def tensorboard_binary() -> str:
+    """Point TensorBoard's notebook magic at this environment's ``tensorboard`` (05)."""
+    exe = Path(sys.executable).parent / "tensorboard"
+    if exe.exists():
+        os.environ["TENSORBOARD_BINARY"] = str(exe)
+    return os.environ.get("TENSORBOARD_BINARY", "tensorboard")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now (05)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def running_tensorboards(logdir: str | Path | None = None) -> list:
+    """TensorBoard servers started from this machine (TensorBoard's own registry), optionally by logdir (05)."""
+    from tensorboard import manager
+
+    infos = manager.get_all()
+    if logdir is None:
+        return infos
+    want = str(Path(logdir).resolve())
+    return [i for i in infos if str(Path(i.logdir).resolve()) == want]
+
+
+def check_tensorboard(port: int, timeout: float = 30) -> list[str]:
+    """Ask the TensorBoard server on ``port`` for its runs; raise if it does not answer (05)."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/runs", timeout=5) as r:
+                return json.loads(r.read())
+        except OSError as e:
+            last = e
+            time.sleep(0.5)
+    raise RuntimeError(f"TensorBoard did not answer on 127.0.0.1:{port} within {timeout:g} s ({last}); "
+                       "read the %tensorboard cell's output for its error")
+
+
+def _is_that_tensorboard(info: Any) -> bool:
+    """Whether the registry entry's pid is still the TensorBoard it describes, started by this user."""
+    import psutil
+
+    try:
+        p = psutil.Process(info.pid)
+        cmd, created, uid = " ".join(p.cmdline()), p.create_time(), p.uids().real
+    except psutil.Error:  # gone, or not ours to inspect
+        return False
+    # TensorBoard registers itself once serving, a few seconds after it started: a process created
+    # after that moment is another program that got the pid when the real one was gone
+    return "tensorboard" in cmd and created <= info.start_time + 1 and uid == os.getuid()
+
+
+def _forget(info: Any) -> None:
+    """Remove a registry entry of TensorBoard's (its own format: one file per pid)."""
+    from tensorboard import manager
+
+    Path(manager._get_info_dir(), f"pid-{info.pid}.info").unlink(missing_ok=True)
+
+
+def stop_tensorboards(logdir: str | Path | None = None) -> int:
+    """End the TensorBoard servers serving ``logdir`` (all of this user's if None); return how many (05).
+
+    A registry entry whose process is gone, or whose pid now belongs to another program, is removed
+    and not counted: nothing but the TensorBoard that registered is ever signalled.
+    """
+    import psutil
+
+    n = 0
+    for info in running_tensorboards(logdir):
+        if not _is_that_tensorboard(info):
+            _forget(info)
+            continue
+        p = psutil.Process(info.pid)
+        p.terminate()
+        try:
+            p.wait(5)
+        except psutil.TimeoutExpired:
+            p.kill()
+        _forget(info)
+        n += 1
+    return n

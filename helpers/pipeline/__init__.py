@@ -1,0 +1,7 @@
+"""Notebook 01, model parallelism and pipelining: the recipe, its instruments and their plots.
+
+``from helpers.pipeline import …`` gives every public name of the three modules.
+"""
+from .instruments import *  # noqa: F401,F403
+from .plots import *  # noqa: F401,F403
+from .recipe import *  # noqa: F401,F403

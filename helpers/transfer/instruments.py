@@ -1,0 +1,84 @@
+"""Transfer learning and augmentation, measured: strategies with few labels, each augmentation's effect (07)."""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from ..core.data import tensors
+from ..core.device import model_device
+from ..core.models import DigitsCNN, count_parameters
+from ..core.train import evaluate, train
+from .recipe import MODES, TARGET, Augmented, augmentations, make_target_model, subset
+
+__all__ = ["compare_strategies", "augmentation_grid", "augmentation_effect", "flipped_accuracy_per_class"]
+
+
+def compare_strategies(pretrained: nn.Module, shots: Sequence[int] = (5, 10, 50), steps: int = 150,
+                       seeds: Sequence[int] = (0, 1, 2)) -> list[dict]:
+    """Test accuracy and seconds per epoch of each mode in ``MODES``, with few labels per class (07)."""
+    test_loader = DataLoader(subset("test", TARGET), batch_size=512)
+    rows = []
+    for k in shots:
+        for mode in MODES:
+            accs, secs = [], []
+            for seed in seeds:
+                model = make_target_model(pretrained, mode, seed=seed)  # on the pretrained model's device
+                loader = DataLoader(subset("train", TARGET, k, seed=seed), batch_size=32, shuffle=True,
+                                    generator=torch.Generator().manual_seed(seed))
+                # the same number of optimizer steps whatever the number of labels
+                hist = train(model, loader, epochs=max(1, math.ceil(steps / len(loader))), lr=3e-3, progress=False)
+                accs.append(evaluate(model, test_loader)["acc"])
+                secs.append(sum(hist.epoch_seconds) / len(hist.epoch_seconds))
+            rows.append({"shots": k, "mode": mode, "test_acc": sum(accs) / len(accs), "sec_per_epoch": sum(secs) / len(secs),
+                         "trainable": count_parameters(model)["trainable"]})
+    return rows
+
+
+def augmentation_grid(n: int = 6, seed: int = 0) -> tuple[torch.Tensor, list[str]]:
+    """The same ``n`` digits through each augmentation: images ``[len(augs) * n, 1, 8, 8]`` and row names (07)."""
+    torch.manual_seed(seed)
+    x, _ = tensors(subset("train", range(10), per_class=1, seed=seed))
+    x = x[:n]
+    rows, names = [], []
+    for name, tf in augmentations().items():
+        rows.append(torch.stack([tf(img) for img in x]))
+        names.append(name)
+    return torch.cat(rows), names
+
+
+def augmentation_effect(per_class: int = 10, steps: int = 300, seeds: Sequence[int] = (0, 1, 2),
+                        names: Sequence[str] | None = None, device: str | torch.device = "cpu") -> list[dict]:
+    """Test accuracy on all 10 digits, trained from scratch on ``device`` with ``per_class`` labels, per augmentation (07)."""
+    augs = augmentations()
+    names = list(names or augs)
+    test_loader = DataLoader(subset("test", range(10)), batch_size=512)
+    rows = []
+    for name in names:
+        accs = []
+        for seed in seeds:
+            torch.manual_seed(seed)
+            base = subset("train", range(10), per_class, seed=seed)
+            loader = DataLoader(Augmented(base, augs[name]), batch_size=32, shuffle=True,
+                                generator=torch.Generator().manual_seed(seed))
+            model = DigitsCNN().to(device)
+            train(model, loader, epochs=max(1, math.ceil(steps / len(loader))), lr=3e-3, progress=False)
+            accs.append(evaluate(model, test_loader)["acc"])
+        rows.append({"augmentation": name, "test_acc": sum(accs) / len(accs)})
+    return rows
+
+
+def flipped_accuracy_per_class(model: nn.Module) -> dict[int, tuple[float, float]]:
+    """Per digit: accuracy on the test images as they are, and mirrored left–right (07)."""
+    device = model_device(model)
+    x, y = tensors(subset("test", range(10)))
+    x = x.to(device)
+    y = y.to(device)
+    model.eval()
+    with torch.no_grad():
+        plain = model(x).argmax(1) == y
+        flipped = model(torch.flip(x, dims=[-1])).argmax(1) == y
+    return {c: (plain[y == c].float().mean().item(), flipped[y == c].float().mean().item()) for c in range(10)}

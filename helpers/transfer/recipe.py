@@ -1,0 +1,157 @@
+"""Transfer learning and data augmentation: the code notebook 07 teaches (its recipe).
+
+The offline "pretrained" backbone is real: the course CNN trained on digits 0–4 (the source
+task), saved as a ``state_dict`` checkpoint; the target task is digits 5–9 with few labels.
+Where a network is available, :func:`imagenet_backbone` loads a torchvision ImageNet model.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+from ..core.data import load_datasets, tensors
+from ..core.device import model_device
+from ..core.models import DigitsCNN
+from ..core.train import train
+
+__all__ = ["SOURCE", "TARGET", "subset", "pretrain_backbone", "load_pretrained", "MODES", "make_target_model",
+           "frozen_state", "imagenet_backbone", "augmentations", "Augmented"]
+
+
+SOURCE = (0, 1, 2, 3, 4)  # the source task: the backbone is pretrained on these digits
+
+
+TARGET = (5, 6, 7, 8, 9)  # the target task, with few labels
+
+
+def subset(split: str, classes: Sequence[int], per_class: int | None = None, seed: int = 0) -> TensorDataset:
+    """Images of ``classes`` from a split, labels renumbered 0..len(classes)−1; ``per_class`` picks few (07)."""
+    if per_class is not None and (not isinstance(per_class, int) or per_class < 1):
+        raise ValueError(f"per_class must be a positive int or None, got {per_class!r}")
+    x, y = tensors(load_datasets("digits")[split])
+    g = torch.Generator().manual_seed(seed)
+    xs, ys = [], []
+    for new, c in enumerate(classes):
+        idx = (y == c).nonzero().flatten()
+        if per_class is not None:
+            if per_class > len(idx):
+                raise ValueError(f"only {len(idx)} images of digit {c} in the {split} split; ask for at most that many")
+            idx = idx[torch.randperm(len(idx), generator=g)[:per_class]]
+        xs.append(x[idx])
+        ys.append(torch.full((len(idx),), new))
+    return TensorDataset(torch.cat(xs), torch.cat(ys))
+
+
+def pretrain_backbone(path: str | Path, epochs: int = 10, seed: int = 0, device: str | torch.device = "cpu") -> dict:
+    """Train the course CNN on digits 0–4 on ``device`` and save its ``state_dict`` (the offline pretrained model) (07)."""
+    torch.manual_seed(seed)
+    model = DigitsCNN(num_classes=len(SOURCE)).to(device)
+    train_loader = DataLoader(subset("train", SOURCE), batch_size=64, shuffle=True,
+                              generator=torch.Generator().manual_seed(seed))
+    hist = train(model, train_loader, DataLoader(subset("val", SOURCE), batch_size=256), epochs=epochs, lr=3e-3,
+                 progress=False)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), path)  # the portable way: tensors only, no pickled class
+    return {"path": str(path), "source_val_acc": hist.val_acc[-1]}
+
+
+def load_pretrained(path: str | Path, device: str | torch.device = "cpu") -> DigitsCNN:
+    """A DigitsCNN with the saved source-task weights, loaded onto ``device`` with ``map_location`` (07)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}; run pretrain_backbone({str(path)!r}) first")
+    model = DigitsCNN(num_classes=len(SOURCE))
+    model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    return model.to(device)
+
+
+MODES = {
+    "scratch": "from scratch",
+    "head_only": "freeze all but the classifier",
+    "frozen": "freeze the convolutions, new head",
+    "finetune": "fine-tune the last conv block + new head",
+}
+
+
+def make_target_model(pretrained: nn.Module | None, mode: str, num_classes: int = len(TARGET), seed: int = 0,
+                      device: str | torch.device | None = None) -> nn.Module:
+    """The model for the target task (07).
+
+    ``mode``: ``"scratch"`` (new random weights); ``"head_only"`` (everything pretrained frozen,
+    only a new classifier trains — the lecture's "replace the classifier"); ``"frozen"`` (the
+    convolutions frozen, a new two-layer head: Linear(512, 64), ReLU, Linear(64, classes));
+    ``"finetune"`` (as ``"frozen"`` but the last convolution trains too). The pretrained model
+    is copied first, so it is never changed. The new model is on ``device``: by default where
+    ``pretrained`` is (the CPU for ``"scratch"`` without one).
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {list(MODES)}")
+    if device is None:
+        device = model_device(pretrained) if pretrained is not None else torch.device("cpu")
+    torch.manual_seed(seed)
+    if mode == "scratch":
+        return DigitsCNN(num_classes=num_classes).to(device)
+    if pretrained is None:
+        raise ValueError(f"mode {mode!r} needs a pretrained model; pass load_pretrained(...)")
+    model = copy.deepcopy(pretrained)  # never modify the pretrained model itself
+    model.requires_grad_(False)
+    torch.manual_seed(seed)
+    if mode in ("frozen", "finetune"):
+        convs = list(model.features[:6])  # conv, ReLU, conv, ReLU, pool, flatten: the general part
+        head_in = model.features[6].in_features
+        model.features = nn.Sequential(*convs, nn.Linear(head_in, model.features[6].out_features), nn.ReLU())
+        if mode == "finetune":
+            convs[2].requires_grad_(True)  # the last convolution block
+    model.classifier = nn.Linear(model.classifier.in_features, num_classes)  # new, trainable
+    return model.to(device)  # the new layers were made on the CPU
+
+
+def frozen_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Copies of every parameter that does not train, to compare after training (07)."""
+    return {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+
+
+def imagenet_backbone() -> tuple[nn.Module | None, str]:
+    """torchvision's ResNet-18 with ImageNet weights, or ``None`` and why (no network, no cache) (07)."""
+    import torchvision
+
+    try:
+        weights = torchvision.models.ResNet18_Weights.DEFAULT
+        return torchvision.models.resnet18(weights=weights), f"ResNet-18, {weights}"
+    except Exception as e:  # no network (URLError), a proxy, a full disk: say it, do not fake it
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+
+
+def augmentations() -> dict[str, Callable]:
+    """Named ``torchvision.transforms.v2`` pipelines for 1×8×8 digit tensors (07)."""
+    from torchvision.transforms import v2
+
+    return {
+        "none": v2.Identity(),
+        "rotate ±15°": v2.RandomRotation(15),
+        "shift ±1 px": v2.RandomAffine(degrees=0, translate=(0.125, 0.125)),
+        "resized crop": v2.RandomResizedCrop(8, scale=(0.7, 1.0), ratio=(0.9, 1.1), antialias=True),
+        "rotate + shift": v2.Compose([v2.RandomRotation(10), v2.RandomAffine(degrees=0, translate=(0.125, 0.125))]),
+        "horizontal flip": v2.RandomHorizontalFlip(p=0.5),
+        "vertical flip": v2.RandomVerticalFlip(p=0.5),
+    }
+
+
+class Augmented(Dataset):
+    """A dataset whose images pass through ``transform`` each time they are read (one draw per sample)."""
+
+    def __init__(self, base: TensorDataset, transform: Callable) -> None:
+        self.base, self.transform = base, transform
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __getitem__(self, i: int):
+        x, y = self.base[i]
+        return self.transform(x), y

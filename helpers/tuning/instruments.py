@@ -1,0 +1,174 @@
+"""Tuning, seen and measured: grid vs random, a Gaussian process step by step, ASHA's rungs, summaries (04)."""
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["METRIC", "MODE", "toy_objective", "grid_vs_random", "toy_1d", "bayes_opt_steps", "asha_rungs",
+           "summarize", "OLD_TO_NEW", "old_api_errors"]
+
+
+METRIC = "val_acc"  # what the trainable reports each epoch
+MODE = "max"       # and the tuner maximises it
+
+
+def toy_objective(important: float, unimportant: float) -> float:
+    """A score where only ``important`` matters (peak at 0.62); ``unimportant`` adds nothing (04)."""
+    return float(np.exp(-((important - 0.62) ** 2) / 0.005) + 0.0 * unimportant)
+
+
+def grid_vs_random(n_per_axis: int = 3, seed: int = 0) -> dict:
+    """A 3×3 grid and 9 random points on the toy objective: distinct values tried and best found (04)."""
+    axis = np.linspace(0.1, 0.9, n_per_axis)
+    grid = [(a, b) for a in axis for b in axis]
+    rng = np.random.default_rng(seed)
+    rand = [tuple(p) for p in rng.uniform(0, 1, size=(n_per_axis ** 2, 2))]
+    out = {}
+    for name, pts in (("grid", grid), ("random", rand)):
+        scores = [toy_objective(*p) for p in pts]
+        out[name] = {"points": pts, "scores": scores, "best": max(scores),
+                     "distinct_important": len({round(p[0], 9) for p in pts})}
+    return out
+
+
+def toy_1d(x: np.ndarray | float) -> np.ndarray | float:
+    """A 1-D function with two bumps to maximise (04)."""
+    return np.sin(3 * x) + 0.6 * np.exp(-((x - 2.2) ** 2) / 0.1)
+
+
+def bayes_opt_steps(f: Callable = toy_1d, bounds: tuple[float, float] = (0.0, 3.0), n_init: int = 3,
+                    n_iter: int = 4, seed: int = 0) -> list[dict]:
+    """Bayesian optimisation with scikit-learn's Gaussian process and expected improvement (04).
+
+    Each step records what the GP believes (mean and standard deviation on a grid), the
+    expected improvement, and the next point it proposes: the EI maximum.
+    """
+    from scipy.stats import norm
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import Matern
+
+    rng = np.random.default_rng(seed)
+    grid = np.linspace(*bounds, 400)
+    X = list(rng.uniform(*bounds, n_init))
+    Y = [float(f(x)) for x in X]
+    steps = []
+    for _ in range(n_iter):
+        gp = GaussianProcessRegressor(kernel=Matern(length_scale=0.5, nu=2.5), alpha=1e-6, normalize_y=True,
+                                      random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # length-scale bound warnings on few points
+            gp.fit(np.array(X)[:, None], np.array(Y))
+        mu, sd = gp.predict(grid[:, None], return_std=True)
+        best = max(Y)
+        z = (mu - best) / np.maximum(sd, 1e-12)
+        ei = (mu - best) * norm.cdf(z) + sd * norm.pdf(z)
+        nxt = float(grid[int(np.argmax(ei))])
+        steps.append({"X": list(X), "Y": list(Y), "grid": grid, "mean": mu, "std": sd, "ei": ei, "next": nxt})
+        X.append(nxt)
+        Y.append(float(f(nxt)))
+    return steps
+
+
+def asha_rungs(max_t: int, grace_period: int = 1, reduction_factor: int = 3) -> list[int]:
+    """The epochs at which Ray's ASHA compares trials: grace_period · rf^k for k = 0, 1, … (04).
+
+    The same formula as Ray's ``ASHAScheduler`` (one bracket): ``int(log(max_t / grace_period) /
+    log(rf)) + 1`` rungs. ``max_t`` is where every trial stops, and a rung only if it is one of these.
+    """
+    if grace_period < 1 or reduction_factor < 2 or max_t < grace_period:
+        raise ValueError("need grace_period >= 1, reduction_factor >= 2 and max_t >= grace_period")
+    n = int(np.log(max_t / grace_period) / np.log(reduction_factor) + 1)
+    return [grace_period * reduction_factor ** k for k in range(n)]
+
+
+def summarize(grid: Any, seconds: float) -> dict:
+    """Learning curves, epochs spent and the best trial of a ``ResultGrid`` (04).
+
+    Trials that reported nothing (stopped by Jupyter's Stop before their first epoch ended, or
+    never started) are counted, not summarised; ``interrupted`` says whether the experiment
+    ended before every trial finished.
+    """
+    curves, configs, errors, silent = [], [], 0, 0
+    for r in grid:
+        if r.error:
+            errors += 1
+            continue
+        df = r.metrics_dataframe
+        if df is None or METRIC not in df:
+            silent += 1
+            continue
+        curves.append([float(v) for v in df[METRIC]])
+        configs.append(_plain(r.config))
+    interrupted = grid.num_terminated + grid.num_errors < len(grid)
+    if not curves:
+        first = next((r.error for r in grid if r.error), None)
+        if first is not None:
+            raise RuntimeError(f"every trial failed ({errors}); the first error: {first}")
+        raise RuntimeError(f"no trial reported a result ({len(grid)} started)"
+                           + ("; the experiment was stopped before any epoch ended" if interrupted else ""))
+    best = max(range(len(curves)), key=lambda i: max(curves[i]))
+    return {"curves": curves, "configs": configs, "epochs": sum(len(c) for c in curves),
+            "best_accuracy": max(curves[best]), "best_config": configs[best], "errors": errors,
+            "seconds": seconds, "trials": len(curves), "trials_without_result": silent, "interrupted": interrupted}
+
+
+OLD_TO_NEW = [
+    ("tune.run(train, config=..., num_samples=...)", "tune.Tuner(train, param_space=..., tune_config=TuneConfig(num_samples=...)).fit()"),
+    ("from ray.tune.suggest.hyperopt import HyperOptSearch", "from ray.tune.search.hyperopt import HyperOptSearch"),
+    ("tune.report(accuracy=acc)", "tune.report({\"accuracy\": acc})"),
+    ("ray.train.report(...) inside a Tune trainable", "ray.tune.report(...)"),
+    ("CLIReporter(...) passed to tune.run(progress_reporter=...)", "RunConfig(progress_reporter=CLIReporter(...))"),
+    ("resources_per_trial={\"cpu\": 1, \"gpu\": 0.5}", "tune.with_resources(train, {\"cpu\": 1, \"gpu\": 0.5})"),
+    ("analysis.get_best_trial(metric, mode)", "result_grid.get_best_result(metric, mode)"),
+    ("local_dir=\"~/ray_results\"", "RunConfig(storage_path=\"/absolute/path\")"),
+]
+
+
+def _old_tune_report(config: dict) -> None:
+    """A trainable written for old Ray: keyword metrics to tune.report."""
+    from ray import tune
+
+    tune.report(accuracy=0.5)
+
+
+def _train_report_in_tune(config: dict) -> None:
+    """A trainable that calls Ray Train's report inside Tune."""
+    import ray.train
+
+    ray.train.report({"accuracy": 0.5})
+
+
+def old_api_errors(storage: str | Path = "ray_results") -> dict:
+    """What old forms do today, for real: the import, and two trainables run by a Tuner (04)."""
+    from ray import tune
+
+    out = {}
+    try:
+        __import__("ray.tune.suggest.hyperopt")
+    except Exception as e:
+        out["from ray.tune.suggest.hyperopt import HyperOptSearch"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+    quiet = [logging.getLogger(n) for n in ("ray.tune", "ray.tune.tune", "ray.tune.execution.tune_controller")]
+    levels = [q.level for q in quiet]
+    for label, fn in (("tune.report(accuracy=...) in a trainable", _old_tune_report),
+                      ("ray.train.report(...) in a Tune trainable", _train_report_in_tune)):
+        for q in quiet:  # the failing trials are the point here: keep Tune from printing their tracebacks too
+            q.setLevel(logging.CRITICAL)
+        try:
+            grid = tune.Tuner(fn, run_config=tune.RunConfig(name=fn.__name__.strip("_"), verbose=0,
+                                                            storage_path=str(Path(storage).resolve()))).fit()
+        finally:
+            for q, lv in zip(quiet, levels):
+                q.setLevel(lv)
+        err = grid[0].error
+        last = str(err).strip().splitlines()[-1] if err else "no error"
+        out[label] = f"{type(err).__name__ if err else ''}: {last}"
+    return out
+
+
+def _plain(config: dict) -> dict:
+    """The tuned hyperparameters as plain Python numbers (searchers may hand back numpy types)."""
+    return {"lr": float(config["lr"]), "hidden": int(config["hidden"]), "batch_size": int(config["batch_size"])}

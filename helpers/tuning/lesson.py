@@ -1,0 +1,63 @@
+"""Notebook 04 (hyperparameter tuning): its exercises and its benchmark."""
+from __future__ import annotations
+
+import tempfile
+
+from ..core.checks import Exercise
+from ..core.device import hardware_label
+from ..dist.ray_cluster import init_ray, shutdown_ray
+from .recipe import run_tuner
+
+
+NOTEBOOK = "04_hyperparameter_tuning"
+LIMIT_S = 180  # the tuning notebook's run-time limit; every other notebook's is 90 s
+
+
+EXERCISES = [
+    Exercise("04.rungs_rf2", "ints", digest="d9e20f6b1fe76fb2913bdbc1828655ca7c280fd03b1536e4da09da32f1f0f359",
+             hint="Start at grace_period and multiply by the reduction factor while you stay within max_t "
+                  "(asha_rungs computes it as Ray does).",
+             why="A smaller reduction factor means more rungs: more chances to stop a weak trial."),
+    Exercise("04.grid_distinct", "int", digest="a44b8cb3a3c86f77a469e6b85e9b824911d0fcf92715f5890fffd7f55bcbec76",
+             hint="A grid repeats each value of one parameter for every value of the other.",
+             why="Random search tries as many distinct values as it has trials."),
+    Exercise("04.full_epochs", "int", digest="613e73f48e5b20534b3424cb7fac439fcb35faafaf0c842b2c7b826434f23d3f",
+             hint="Without early stopping every trial trains for max_t epochs.",
+             why="This is the budget ASHA's savings are measured against."),
+]
+
+
+def bench_tuning(trials: int = 24, max_t: int = 16, rf: int = 4) -> dict:
+    """ASHA vs every trial to the end on the same configurations, and each searcher on the same budget (04)."""
+    init_ray()
+    try:
+        with tempfile.TemporaryDirectory() as store:
+            asha = run_tuner("asha", trials, max_t, reduction_factor=rf, storage=store, verbose=0)
+            full = run_tuner("full", trials, max_t, scheduler="fifo", storage=store, verbose=0)
+            searchers = {name: run_tuner(name, trials, max_t, reduction_factor=rf, searcher=name,
+                                         scheduler="bohb" if name == "bohb" else "asha", storage=store, verbose=0)
+                         for name in ("hyperopt", "optuna", "bohb")}
+    finally:
+        shutdown_ray()
+
+    def short(r: dict) -> dict:
+        return {"epochs": r["epochs"], "best_accuracy": round(r["best_accuracy"], 4), "best_config": r["best_config"],
+                "seconds": round(r["seconds"], 1)}
+
+    return {"device": hardware_label("cpu"), "trials": trials, "max_t": max_t, "reduction_factor": rf,
+            "asha": short(asha), "full": short(full), "asha_epoch_share": round(asha["epochs"] / full["epochs"], 3),
+            "searchers": {k: short(v) for k, v in searchers.items()}}
+
+
+BENCH = {"tuning": bench_tuning}
+
+
+def readme_figures(results: dict) -> str:
+    """The key figures of notebook 04 for the README's table, from ``bench_tuning``'s JSON."""
+    t = results["tuning"]
+    s = t["searchers"]
+    return (f"{t['trials']} trials, max_t {t['max_t']}, rf {t['reduction_factor']}: ASHA {t['asha']['epochs']} epochs = "
+            f"{t['asha_epoch_share']:.0%} of full runs ({t['full']['epochs']}), best accuracy "
+            f"{t['asha']['best_accuracy']:.3f} vs {t['full']['best_accuracy']:.3f}; HyperOpt "
+            f"{s['hyperopt']['best_accuracy']:.3f}, Optuna {s['optuna']['best_accuracy']:.3f}, BOHB "
+            f"{s['bohb']['best_accuracy']:.3f}")

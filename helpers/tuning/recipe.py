@@ -1,0 +1,196 @@
+"""Hyperparameter tuning with Ray Tune: the code notebook 04 teaches (its recipe), in today's API.
+
+All of the Ray API the course uses is here and in ``helpers.dist.ray_cluster``, so the next Ray
+release is a two-file change. Ray is imported lazily: importing ``helpers`` never starts it.
+"""
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+import torch
+
+from ..core.data import make_loaders
+from ..core.device import get_device
+from ..core.models import DigitsCNN
+from ..core.train import evaluate, train, train_one_epoch
+from .instruments import METRIC, MODE, summarize
+
+if TYPE_CHECKING:  # Ray is imported lazily: importing helpers never starts it
+    from ray import tune
+    from ray.tune.schedulers import TrialScheduler
+    from ray.tune.search import Searcher
+
+__all__ = ["search_space", "train_digits", "retrain_best", "make_scheduler", "make_searcher", "build_tuner",
+           "run_tuner"]
+
+
+def search_space(lr: tuple[float, float] = (1e-4, 3e-2), hidden: Sequence[int] = (16, 32, 64, 128),
+                 batch_size: Sequence[int] = (64, 128, 256)) -> dict:
+    """The course's search space: log-uniform learning rate, hidden size, batch size (04).
+
+    Checked before any trial starts: a bad bound or an empty choice raises a ``ValueError`` here,
+    not an obscure error in a worker minutes later.
+    """
+    from ray import tune
+
+    if not isinstance(lr, (tuple, list)) or len(lr) != 2:
+        raise ValueError(f"lr must be the two bounds of a log-uniform range, (low, high) such as (1e-4, 3e-2); "
+                         f"got {lr!r}")
+    lo, hi = lr
+    if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and 0 < lo < hi < math.inf):
+        raise ValueError(f"learning-rate bounds must satisfy 0 < low < high for a log-uniform search, got {lr}")
+    for name, choices in (("hidden", hidden), ("batch_size", batch_size)):
+        if len(choices) == 0:
+            raise ValueError(f"{name} needs at least one choice, got an empty list")
+        if any(not isinstance(c, int) or c < 1 for c in choices):
+            raise ValueError(f"{name} choices must be positive ints, got {list(choices)}")
+    return {"lr": tune.loguniform(lo, hi), "hidden": tune.choice(list(hidden)),
+            "batch_size": tune.choice(list(batch_size))}
+
+
+def train_digits(config: dict) -> None:
+    """Ray Tune trainable: the course CNN on the digits, one ``tune.report`` per epoch (04).
+
+    Reports ``val_acc``, ``val_loss`` and ``epoch``; Tune counts each report as one
+    ``training_iteration``, which is what ASHA's ``max_t`` and ``grace_period`` count.
+    """
+    from ray import tune
+
+    torch.set_num_threads(1)
+    torch.manual_seed(config.get("seed", 0))
+    loaders = make_loaders(int(config["batch_size"]), seed=config.get("seed", 0))
+    # this trial's own device decision: Ray sets CUDA_VISIBLE_DEVICES to the GPU it gave the trial
+    # (cuda:0 is then that GPU), and hides every GPU from a trial that was given none
+    device = get_device()
+    model = DigitsCNN(hidden=int(config["hidden"])).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))
+    for epoch in range(1, int(config.get("max_epochs", 9)) + 1):
+        train_one_epoch(model, loaders["train"], opt)
+        val = evaluate(model, loaders["val"])
+        tune.report({"val_acc": val["acc"], "val_loss": val["loss"], "epoch": epoch})
+
+
+def _check_budget(num_samples: int, max_t: int, grace_period: int, reduction_factor: int) -> None:
+    """Refuse a budget Ray would misread before any trial starts (Ray reads num_samples=-1 as 'forever')."""
+    def positive_int(v: object) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+    if not positive_int(num_samples):
+        raise ValueError(f"num_samples must be a positive int (how many configurations to try), got {num_samples!r}; "
+                         "Ray would read -1 as 'sample forever'")
+    if not positive_int(max_t):
+        raise ValueError(f"max_t must be a positive int (the most epochs a trial may train), got {max_t!r}")
+    if not positive_int(grace_period) or grace_period > max_t:
+        raise ValueError(f"grace_period must be an int from 1 to max_t={max_t}, got {grace_period!r}")
+    if not isinstance(reduction_factor, (int, float)) or isinstance(reduction_factor, bool) or reduction_factor < 2:
+        raise ValueError(f"reduction_factor must be at least 2 (ASHA keeps the top 1/rf), got {reduction_factor!r}")
+
+
+def _trial_resources() -> dict:
+    """One CPU per trial, and half a GPU when every node has a GPU (two trials share one) (04).
+
+    On a cluster where some node has no GPU, trials ask for CPUs only, so that every node can run
+    them (a trial that asks for a GPU can only be placed on a node that has one).
+    """
+    import ray
+
+    nodes = [n for n in ray.nodes() if n["Alive"]]
+    with_gpu = all(n["Resources"].get("GPU", 0) >= 1 for n in nodes) and nodes
+    return {"cpu": 1, "gpu": 0.5} if with_gpu else {"cpu": 1}
+
+
+def retrain_best(config: dict, epochs: int = 9, seed: int = 0, device: str | torch.device = "cpu") -> dict:
+    """Train the winning configuration from scratch on ``device``; evaluate on the held-out test split (04)."""
+    torch.manual_seed(seed)
+    loaders = make_loaders(int(config["batch_size"]), seed=seed)
+    model = DigitsCNN(hidden=int(config["hidden"])).to(device)
+    hist = train(model, loaders["train"], loaders["val"], epochs=epochs, lr=float(config["lr"]), progress=False)
+    return {"val_acc": hist.val_acc[-1], "test_acc": evaluate(model, loaders["test"])["acc"]}
+
+
+def make_scheduler(name: str, max_t: int, grace_period: int = 1, reduction_factor: int = 3) -> "TrialScheduler":
+    """A Tune trial scheduler: ``"asha"``, ``"fifo"`` (every trial to ``max_t``) or ``"bohb"`` (04)."""
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, HyperBandForBOHB
+
+    if name == "asha":
+        return ASHAScheduler(max_t=max_t, grace_period=grace_period, reduction_factor=reduction_factor)
+    if name == "fifo":
+        return FIFOScheduler()
+    if name == "bohb":
+        return HyperBandForBOHB(time_attr="training_iteration", max_t=max_t, reduction_factor=reduction_factor)
+    raise ValueError(f"unknown scheduler {name!r}; choose 'asha', 'fifo' or 'bohb'")
+
+
+def make_searcher(name: str, seed: int = 0) -> "Searcher":
+    """A Tune search algorithm: ``"random"`` (seeded), ``"hyperopt"``, ``"optuna"`` (TPE) or ``"bohb"`` (04)."""
+    if name == "random":
+        from ray.tune.search.basic_variant import BasicVariantGenerator
+        return BasicVariantGenerator(random_state=seed)
+    if name == "hyperopt":
+        from ray.tune.search.hyperopt import HyperOptSearch
+        return HyperOptSearch(random_state_seed=seed)
+    if name == "optuna":
+        import optuna
+        from ray.tune.search.optuna import OptunaSearch
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        return OptunaSearch(sampler=optuna.samplers.TPESampler(seed=seed))
+    if name == "bohb":
+        from ray.tune.search.bohb import TuneBOHB
+        return TuneBOHB(seed=seed)
+    raise ValueError(f"unknown searcher {name!r}; choose 'random', 'hyperopt', 'optuna' or 'bohb'")
+
+
+def build_tuner(name: str, space: dict, scheduler: "TrialScheduler", searcher: "Searcher", num_samples: int, storage: str | Path = "ray_results",
+                verbose: int = 1) -> "tune.Tuner":
+    """The Tuner call itself: trainable with its resources, search space, TuneConfig, RunConfig (04)."""
+    from ray import tune
+
+    reporter = tune.CLIReporter(metric_columns={"val_acc": "val acc", "training_iteration": "epochs"},
+                                parameter_columns={"lr": "lr", "hidden": "hidden", "batch_size": "batch"},
+                                max_report_frequency=60, print_intermediate_tables=False, sort_by_metric=True,
+                                max_progress_rows=num_samples)
+    return tune.Tuner(
+        tune.with_resources(train_digits, _trial_resources()),
+        param_space=space,
+        tune_config=tune.TuneConfig(metric=METRIC, mode=MODE, scheduler=scheduler, search_alg=searcher,
+                                    num_samples=num_samples, reuse_actors=True),
+        run_config=tune.RunConfig(name=name, storage_path=str(Path(storage).resolve()), verbose=verbose,
+                                  progress_reporter=reporter),
+    )
+
+
+def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: str = "asha", searcher: str = "random",
+              grace_period: int = 1, reduction_factor: int = 3, seed: int = 0, space: dict | None = None,
+              storage: str | Path = "ray_results", verbose: int = 1) -> dict:
+    """One Ray Tune experiment on the digits; returns a plain summary (04).
+
+    ``scheduler`` and ``searcher`` name what :func:`make_scheduler` and :func:`make_searcher`
+    build. The summary (``helpers.tuning.instruments.summarize``) holds every trial's learning
+    curve, the epochs spent, the best configuration and its accuracy; a run stopped with
+    Jupyter's Stop is summarised from the trials that reported.
+
+    Example::
+
+        init_ray()
+        asha = run_tuner("asha", num_samples=24, max_t=9, reduction_factor=3)
+        asha["best_config"], asha["epochs"]
+    """
+    _check_budget(num_samples, max_t, grace_period, reduction_factor)
+    space = dict(space or search_space())
+    space.update(max_epochs=max_t, seed=seed)
+    tuner = build_tuner(name, space, make_scheduler(scheduler, max_t, grace_period, reduction_factor),
+                        make_searcher(searcher, seed), num_samples, storage, verbose)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():  # BOHB's ConfigSpace/pandas/statsmodels stack warns about defaults
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module="statsmodels")
+        grid = tuner.fit()
+    out = summarize(grid, time.perf_counter() - t0)
+    if out["interrupted"]:
+        print(f"Stopped before the end: {out['trials']} of {len(grid)} trials reported results "
+              f"({out['trials_without_result']} reported none); the summary covers those.")
+    return out
