@@ -31,8 +31,11 @@ class Exercise:
     """One self-check: the expected answer (hashed, or computed), its form and precision, a hint, and why (all notebooks).
 
     ``kind``: ``"int"``, ``"number"`` (compared at ``digits`` significant digits), ``"ints"`` /
-    ``"numbers"`` (lists), or ``"text"``. Give either ``digest`` (see :func:`digest`) or
-    ``compute`` (a function returning the expected answer on this machine).
+    ``"numbers"`` (lists), or ``"text"``: give either ``digest`` (see :func:`digest`) or
+    ``compute`` (a function returning the expected answer on this machine). ``"code"``: the
+    answer is the student's function, and ``behaviour(fn)`` runs it against the reference
+    behaviour, returning ``None`` when it behaves right, else what differs (in words that help,
+    never the reference code).
     """
 
     id: str
@@ -42,11 +45,15 @@ class Exercise:
     digest: str | None = None
     compute: Callable[[], Any] | None = None
     digits: int = 2
+    behaviour: Callable[[Callable], str | None] | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("int", "number", "ints", "numbers", "text"):
+        if self.kind not in ("int", "number", "ints", "numbers", "text", "code"):
             raise ValueError(f"exercise {self.id}: unknown kind {self.kind!r}")
-        if (self.digest is None) == (self.compute is None):
+        if self.kind == "code":
+            if self.behaviour is None:
+                raise ValueError(f"exercise {self.id}: a code exercise needs behaviour=")
+        elif (self.digest is None) == (self.compute is None):
             raise ValueError(f"exercise {self.id}: give exactly one of digest= and compute=")
 
     def normal(self, value: Any) -> str:
@@ -168,6 +175,8 @@ def verify(exercise: str, answer: Any) -> tuple[bool, str]:
     precision = f" (to {ex.digits} significant digits)" if ex.kind in ("number", "numbers") else ""
     if answer is None or answer is ... or (isinstance(answer, str) and not answer.strip()):
         return False, f"⏳ {exercise}: not answered yet — replace None with your answer{precision}. Hint: {ex.hint}"
+    if ex.kind == "code":
+        return _verify_code(ex, answer)
     try:
         given = ex.normal(answer)
     except NotAnAnswer as e:
@@ -175,6 +184,19 @@ def verify(exercise: str, answer: Any) -> tuple[bool, str]:
     if digest(ex.id, given) == ex.expected_digest():
         return True, f"✅ {exercise}: correct!" + (f" {ex.why}" if ex.why else "")
     return False, f"❌ {exercise}: not quite{precision}. Hint: {ex.hint}"
+
+
+def _verify_code(ex: Exercise, fn: Any) -> tuple[bool, str]:
+    """Run the student's function against the reference behaviour; their exceptions become hints."""
+    if not callable(fn):
+        return False, f"❌ {ex.id}: expected your function (its name, without calling it). Hint: {ex.hint}"
+    try:
+        problem = ex.behaviour(fn)
+    except Exception as e:  # the student's code raised: say what, and where to look
+        return False, f"❌ {ex.id}: your function raised {type(e).__name__}: {e}. Hint: {ex.hint}"
+    if problem:
+        return False, f"❌ {ex.id}: {problem}. Hint: {ex.hint}"
+    return True, f"✅ {ex.id}: it behaves as the reference does." + (f" {ex.why}" if ex.why else "")
 
 
 def check(exercise: str, answer: Any) -> None:

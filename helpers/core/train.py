@@ -10,6 +10,7 @@ TensorBoard and W&B, notebook 05).
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
@@ -92,7 +93,7 @@ def _check_optimizer_owns(opt: torch.optim.Optimizer, model: nn.Module) -> None:
 def train_one_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optimizer,
                     device: torch.device | str | None = None,
                     on_batch: Callable[[float], None] | None = None) -> dict[str, float]:
-    """One pass over ``loader`` with cross-entropy; mean loss and accuracy (00 onwards; 04, 05 reuse it).
+    """One pass over ``loader`` with cross-entropy; mean loss and accuracy (00 onwards; 04, 05 use it directly).
 
     ``on_batch(loss_so_far)`` is called after every batch (the progress bar's hook).
     """
@@ -100,7 +101,7 @@ def train_one_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optim
     model.train()
     total_loss, correct, n = 0.0, 0, 0
     for batch, (x, y) in enumerate(loader, 1):
-        x, y = x.to(device), y.to(device)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         out = model(x)
         loss = nn.functional.cross_entropy(out, y)
         opt.zero_grad(set_to_none=True)
@@ -149,8 +150,10 @@ def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | N
     opt = make_optimizer(model, optimizer, lr) if isinstance(optimizer, str) else optimizer
     _check_optimizer_owns(opt, model)
     hist = History()
-    bar = tqdm(total=epochs * len(train_loader), desc=desc, disable=not progress or rank != 0, unit="batch",
+    show = progress and rank == 0
+    bar = tqdm(total=epochs * len(train_loader), desc=desc, disable=not (show and _can_draw()), unit="batch",
                leave=True, mininterval=0.5)
+    t_start = time.perf_counter()
     for epoch in range(epochs):
         if on_epoch is not None:
             on_epoch(epoch)
@@ -174,4 +177,20 @@ def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | N
         if logger is not None and rank == 0:
             logger.log(metrics, step=epoch + 1)
     bar.close()
+    if show:  # the bar's final state as one line: what a saved notebook or a log shows
+        val = f", validation accuracy {hist.val_acc[-1]:.3f}" if hist.val_acc else ""
+        print(f"{desc}: {epochs} epoch{'s' if epochs > 1 else ''} of {len(train_loader)} batches in "
+              f"{time.perf_counter() - t_start:.1f} s; last training loss {hist.train_loss[-1]:.3f}{val}")
     return hist
+
+
+def _can_draw() -> bool:
+    """Whether a live progress bar can be seen: in a Jupyter kernel, or on a terminal."""
+    try:
+        from IPython import get_ipython
+
+        if get_ipython() is not None:
+            return True
+    except ImportError:
+        pass
+    return sys.stderr.isatty()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 from ..core.plots import finish
 from .instruments import ideal_speedup
@@ -18,8 +19,8 @@ def plot_timelines(rows: list[dict], label: str = "") -> Figure | None:
     colors = {"F": "#4C72B0", "B": "#DD8452"}
     for ax, r in zip(axes[:, 0], rows):
         for s, kind, i, a, b in r["events"]:
-            ax.barh(1 - s, b - a, left=a * 1e3 / 1e3, color=colors[kind], edgecolor="white")
-            if r["microbatches"] <= 8:
+            ax.barh(1 - s, b - a, left=a, color=colors[kind], edgecolor="white")
+            if (b - a) / t_max > 0.028:  # a label only where it fits inside its bar
                 ax.text(a + (b - a) / 2, 1 - s, f"{kind}{s}.{i}", ha="center", va="center", fontsize=6, color="white")
         ax.set_yticks([1, 0], ["stage 0", "stage 1"])
         ax.set_xlim(0, t_max * 1.02)
@@ -40,6 +41,7 @@ def plot_speedup(rows: list[dict], library_rows: list[dict] | None = None, label
         ax.plot([r["microbatches"] for r in rs], [r["speedup"] for r in rs], "s--", label=f"pipelining {name}")
     ax.set(xlabel="micro-batches m", ylabel="speedup over m = 1", xscale="log", title="pipelining 2 stages")
     ax.set_xticks(ms, [str(m) for m in ms])
+    ax.xaxis.set_minor_locator(NullLocator())  # only the m that were measured
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return finish(fig, label)
@@ -52,6 +54,9 @@ def plot_split_sweep(rows: list[dict], cost_rows: list[dict], label: str = "") -
     ax[0].plot([r["microbatch_rows"] for r in rows], [r["ideal_speedup"] for r in rows], "k:", label="ideal 2m/(m+1)")
     ax[0].set(xscale="log", xlabel="rows per micro-batch", ylabel="speedup over m = 1", title="the split-size sweep")
     ax[0].invert_xaxis()
+    for a, rs in ((ax[0], rows), (ax[1], cost_rows)):
+        a.set_xticks([r["microbatch_rows"] for r in rs], [str(r["microbatch_rows"]) for r in rs])
+        a.xaxis.set_minor_locator(NullLocator())
     ax[1].plot([r["microbatch_rows"] for r in cost_rows], [r["cost_vs_m1"] for r in cost_rows], "o-", color="C3")
     ax[1].axhline(1, color="gray", ls=":")
     ax[1].set(xscale="log", xlabel="rows per micro-batch", ylabel="stage time / time at m = 1",
