@@ -97,14 +97,14 @@ def test_skipping_the_setup_cell_is_harmless_locally():
 def test_a_changed_helper_result_fails_the_suite(tmp_path):
     """Change one helper's result (a wider MLP in the leak demo) and nbval must fail on the compared output."""
     (tmp_path / "sitecustomize.py").write_text(
-        "import helpers.memory as m\n"
+        "import helpers.memory.recipe as m, helpers.memory.instruments as mi\n"
         "from torch import nn\n"
         "import torch\n"
         "def small_mlp(seed=0):\n"
         "    torch.manual_seed(seed)\n"
         "    return nn.Sequential(nn.Flatten(), nn.Linear(64, 257), nn.ReLU(), nn.Linear(257, 256), nn.ReLU(),"
         " nn.Linear(256, 10))\n"
-        "m.small_mlp = small_mlp\n")
+        "m.small_mlp = mi.small_mlp = small_mlp\n")
     env = {"PYTHONPATH": str(tmp_path) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     r = _nested_pytest(["notebooks/06_oom_troubleshooting.ipynb"], env_extra=env)
     assert r.returncode != 0, "nbval passed although a helper's result changed"

@@ -67,15 +67,15 @@ def test_seed_must_be_non_negative_int():
 
 def test_self_check_correct_wrong_and_missing(capsys):
     from helpers.core.checks import verify
-    assert verify("00.train_size", 1257)[0] is True
-    ok, msg = verify("00.train_size", 1000)
-    assert not ok and "Hint" in msg and "1257" not in msg
-    ok, msg = verify("00.train_size", None)
+    assert verify("00.batches_of_100", 13)[0] is True  # 1257 training images in batches of 100
+    ok, msg = verify("00.batches_of_100", 12)
+    assert not ok and "Hint" in msg and "13" not in msg
+    ok, msg = verify("00.batches_of_100", None)
     assert not ok and "not answered yet" in msg
-    assert not verify("00.train_size", "many")[0]
+    assert not verify("00.batches_of_100", "many")[0]
     assert verify("00.params_hidden128", count_parameters(DigitsCNN(hidden=128))["total"])[0]
     assert verify("01.bubble_p4_m6", 3 / 9)[0] and not verify("01.bubble_p4_m6", 0.5)[0]
-    check("00.train_size", 1257)
+    check("00.batches_of_100", 13)
     assert "correct" in capsys.readouterr().out
     with pytest.raises(KeyError, match="no exercise called"):
         check("99.nothing", 1)

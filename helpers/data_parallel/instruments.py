@@ -24,7 +24,7 @@ from .recipe import four_steps_gpu
 from .timing import timed
 
 __all__ = ["four_steps_cpu", "output_device_accounting", "largest_batches", "run_four_steps", "time_four_steps",
-           "thread_variants", "gil_probe"]
+           "thread_variants", "gil_probe", "LABELS"]
 
 
 _SHELLS: dict[tuple[int, int], list[nn.Module]] = {}
@@ -147,12 +147,17 @@ def _throughput(step: Callable[[], None], batch: int, seconds: float) -> float:
     return n * batch / (time.perf_counter() - t0)
 
 
+LABELS = {"single": "1 thread, whole batch", "threads_forward_only": "2 threads, forward only",
+          "threads_forward_backward": "2 threads, forward + backward"}  # human names for the keys below
+
+
 def thread_variants(batch: int = 256, seconds: float = 1.0, threads: int = 2) -> dict:
     """Samples/s of one training step done three ways in this process, torch on 1 thread each (02).
 
     - ``single``: one thread, the whole batch.
-    - ``threads_forward_only``: DataParallel's way: replicas' forwards in threads, loss and
-      backward on the main thread.
+    - ``threads_forward_only``: replicas' forwards in threads, then one ``backward`` call from the
+      main thread; on a CPU autograd runs all of it on one thread (on GPUs, DataParallel's only
+      home, autograd runs each device's part on that device's own worker thread).
     - ``threads_forward_backward``: each thread runs forward *and* backward on its own replica;
       the main thread sums the gradients.
     """

@@ -1,6 +1,8 @@
 """Notebook 03 (DistributedDataParallel): its exercises and its benchmark."""
 from __future__ import annotations
 
+from typing import Callable
+
 from ..core.checks import Exercise
 from ..core.device import hardware_label
 from ..dist.ranks import choose_backend
@@ -12,16 +14,44 @@ NOTEBOOK = "03_ddp"
 
 
 EXERCISES = [
-    Exercise("03.rank3_n10_k4", "int", digest="9a5bcd552aaadc3f8701ccb90fe40d73566a92beda416d3dd0c17d81881c32ba",
+    Exercise("03.per_rank_n13_k5", "int", digest="9773f2162723b8d94784a4884cd3835e81133abc0e989f5d12221ce991d98c7e",
              hint="The sampler pads the dataset to a multiple of the number of ranks, then deals it out like cards.",
              why="Every rank gets the same number of samples, so no rank waits at the all-reduce."),
-    Exercise("03.padding_n10_k4", "int", digest="ef42eaa49ef601f793eaf5c5f383534409aebf15f3fe4aac3656b2220acd904d",
-             hint="Round the dataset size up to the next multiple of the number of ranks.",
+    Exercise("03.padding_n13_k5", "int", digest="ee2f17c3195d614c05b1ba67614584246b7eb8feca0a1c75ad244d45704818ea",
+             hint="How many indices does dealing need so that every rank gets the same number, and how many "
+                  "samples are there?",
              why="Padding repeats samples; drop_last=True drops the tail instead."),
     Exercise("03.allreduce_8", "int", digest="f532e3e731f475049d439455a19a9f7e483ca09da04242755b6898bfb35fc470",
-             hint="all_reduce with the default op sums what every rank contributes; each rank contributes rank + 1.",
+             hint="What does all_reduce's default op do with what the ranks contribute, and which ranks get the result? "
+                  "Read what all_reduce_sum contributes on each rank.",
              why="Every rank ends with the same sum: that is what makes DDP's replicas identical."),
+    Exercise("03.my_indices", "code", behaviour=lambda fn: _indices_behaviour(fn),
+             hint="Without shuffling the sampler starts from 0, 1, …, n − 1, makes the list a multiple of the "
+                  "number of ranks (by repeating from the start, or by cutting the tail with drop_last), then "
+                  "deals it out like cards.",
+             why="Every rank gets as many indices as every other, and together they cover the dataset: what the "
+                 "all-reduce needs, and what set_epoch reshuffles each epoch."),
 ]
+
+
+def _indices_behaviour(my_indices: Callable) -> str | None:
+    """The student's ``my_indices(n, world_size, rank, drop_last)`` against ``DistributedSampler`` (03)."""
+    from torch.utils.data.distributed import DistributedSampler
+
+    for n, k in ((10, 4), (12, 4), (13, 5), (3, 4), (7, 1)):
+        for drop_last in (False, True):
+            for rank in range(k):
+                want = list(DistributedSampler(range(n), num_replicas=k, rank=rank, shuffle=False, drop_last=drop_last))
+                got = my_indices(n, k, rank, drop_last)
+                try:
+                    got = [int(i) for i in got]
+                except (TypeError, ValueError):
+                    return f"my_indices({n}, {k}, {rank}, {drop_last}) returned {got!r}; return a list of ints"
+                if got != want:
+                    what = "padding" if not drop_last and n % k else ("drop_last" if drop_last and n % k else "dealing")
+                    return (f"my_indices({n}, {k}, {rank}, drop_last={drop_last}) = {got}, not the sampler's "
+                            f"(look at the {what})")
+    return None
 
 
 def bench_ddp(global_batch: int = 2048, seconds: float = 2.0) -> dict:

@@ -1,13 +1,16 @@
 """Notebook 01 (model parallelism and pipelining): its exercises and its benchmark."""
 from __future__ import annotations
 
-from ..core.checks import Exercise
+from typing import Callable
+
+from ..core.checks import Exercise, digest
 from ..core.device import hardware_label
 from ..dist.ranks import choose_backend
 from .instruments import run_gpipe, run_library
 
 
 NOTEBOOK = "01_model_parallel"
+_ONE_F_ONE_B_ID = "01.one_f_one_b"
 
 
 EXERCISES = [
@@ -15,14 +18,60 @@ EXERCISES = [
              hint="Draw the schedule: how many time slots does a stage wait while the pipe fills and drains, out "
                   "of all the slots of the step?",
              why="(p − 1)/(m + p − 1): with 4 stages, 6 micro-batches leave a third of the step idle."),
-    Exercise("01.ideal_p2_m8", "number", digits=3, digest="2bca165c1c0440125246c175d2072b06e0a7d76d74e5e41b3d3d31732241d48c",
-             hint="The naive split does p·m micro-batch slots' work in sequence; the pipeline needs m + p − 1 slots.",
+    Exercise("01.ideal_p4_m8", "number", digits=3, digest="f5f9be7f2a19dcf4c21b484b8f7282734de2e5d34604337915bcd737e196820a",
+             hint="Count time slots: the naive split runs every stage's work for every micro-batch one after "
+                  "another; how many slots does the pipelined step need from the first forward of stage 0 to the "
+                  "last one of the last stage?",
              why="It approaches p only as m grows: the bubble never quite disappears."),
-    Exercise("01.peak_1f1b_p4", "int", digest="9fddc51fe9297c9346b7a3a35ff6d88019e92bd74f63523e0bf807bc6cb6f27d",
-             hint="Under 1F1B the first stage starts its first backward as soon as the first micro-batch has come "
-                  "back from the last stage: how many forwards has it run by then?",
-             why="1F1B holds at most p micro-batches, whatever m is: memory no longer grows with m."),
+    Exercise("01.peak_1f1b_stage2", "int", digest="1e3082c467eb1429604d1f492974b0c3e1a93e6b6e49ed74b393db22dadbd9fa",
+             hint="Follow one stage under 1F1B: it starts backwards as soon as the first micro-batch has come back "
+                  "from the last stage. How many forwards has the third stage run by then, and does that number "
+                  "ever grow afterwards?",
+             why="A stage holds as many micro-batches as there are stages from it to the end: the last one holds one."),
+    Exercise(_ONE_F_ONE_B_ID, "code", behaviour=lambda fn: _one_f_one_b_behaviour(fn),
+             hint="A stage cannot run a backward until that micro-batch has passed every later stage and come "
+                  "back: how many forwards can stage s start before the first one returns? After that, alternate.",
+             why="Warm-up forwards, then one forward and one backward in turn, then the drain: the order "
+                 "Schedule1F1B runs: memory no longer grows with m."),
 ]
+
+
+_ONE_F_ONE_B = {  # digests of the reference order for (m, p, stage); the orders themselves are the exercise
+    (4, 2, 0): "c55df297680954b215917097ffbea85de6d20fcb97bbbe09e800cef29e1de287",
+    (4, 2, 1): "f94685f1acaa70f534c89b65382b0aad5c633eb6191efc800f8b25f8e6a1aa56",
+    (6, 4, 0): "834f885583b5c4660e4c3d87c5f1ca61eefc14739de5e39a75499708b47b2e73",
+    (6, 4, 3): "524662a22ee6c698719a957c3eb565b024ccd5ff9f316732af8946b4d3b9e3ad",
+    (8, 4, 1): "d601a6e671abe98d88aa532bf9eef8f8584fdcf4da1cc97392cea8a1eacc83d0",
+    (3, 4, 0): "20e180dfffc7eec1e9e04d2760cd9cb6589e8c0cb2630c015d4f6aa4c3594053",
+}
+
+
+def _one_f_one_b_behaviour(fn: Callable) -> str | None:
+    """The student's ``one_f_one_b(m, p, stage)`` against 1F1B's order on each stage (01)."""
+    for (m, p, s), want in _ONE_F_ONE_B.items():
+        got = fn(m, p, s)
+        if not isinstance(got, (list, tuple)) or not all(isinstance(x, str) for x in got):
+            return f"one_f_one_b({m}, {p}, {s}) returned {got!r}; return a list of strings like ['F0', 'F1', 'B0', …]"
+        got = [x.strip().upper() for x in got]
+        if sorted(got) != sorted([f"F{i}" for i in range(m)] + [f"B{i}" for i in range(m)]):
+            return f"one_f_one_b({m}, {p}, {s}) must list each of F0…F{m - 1} and B0…B{m - 1} exactly once"
+        if any(got.index(f"B{i}") < got.index(f"F{i}") for i in range(m)):
+            return f"in one_f_one_b({m}, {p}, {s}) a micro-batch runs its backward before its forward"
+        if [x for x in got if x[0] == "F"] != [f"F{i}" for i in range(m)] or \
+                [x for x in got if x[0] == "B"] != [f"B{i}" for i in range(m)]:
+            return f"in one_f_one_b({m}, {p}, {s}) the forwards (and the backwards) must run in micro-batch order"
+        if digest(_ONE_F_ONE_B_ID, f"{(m, p, s)}:" + ",".join(got)) != want:
+            return (f"one_f_one_b({m}, {p}, {s}) = {got} is a valid order but not 1F1B's: it holds "
+                    f"{_peak(got)} micro-batches at its peak")
+    return None
+
+
+def _peak(order: list[str]) -> int:
+    live = peak = 0
+    for x in order:
+        live += 1 if x[0] == "F" else -1
+        peak = max(peak, live)
+    return peak
 
 
 def bench_pipeline(batch: int = 2048, width: int = 512, depth: int = 4) -> dict:

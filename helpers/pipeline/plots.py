@@ -54,15 +54,14 @@ def plot_split_sweep(rows: list[dict], cost_rows: list[dict], label: str = "") -
     ax[0].plot([r["microbatch_rows"] for r in rows], [r["ideal_speedup"] for r in rows], "k:", label="ideal 2m/(m+1)")
     ax[0].set(xscale="log", xlabel="rows per micro-batch", ylabel="speedup over m = 1", title="the split-size sweep")
     ax[0].invert_xaxis()
-    for a, rs in ((ax[0], rows), (ax[1], cost_rows)):
-        a.set_xticks([r["microbatch_rows"] for r in rs], [str(r["microbatch_rows"]) for r in rs])
-        a.xaxis.set_minor_locator(NullLocator())
     ax[1].plot([r["microbatch_rows"] for r in cost_rows], [r["cost_vs_m1"] for r in cost_rows], "o-", color="C3")
     ax[1].axhline(1, color="gray", ls=":")
     ax[1].set(xscale="log", xlabel="rows per micro-batch", ylabel="stage time / time at m = 1",
               title="one stage alone: the same rows in smaller pieces")
     ax[1].invert_xaxis()
-    for a in ax:
+    for a, rs in ((ax[0], rows), (ax[1], cost_rows)):  # after set(xscale=…), which resets the ticks
+        a.set_xticks([r["microbatch_rows"] for r in rs], [str(r["microbatch_rows"]) for r in rs])
+        a.xaxis.set_minor_locator(NullLocator())
         a.grid(alpha=0.3)
     ax[0].legend()
     return finish(fig, label)

@@ -59,7 +59,7 @@ EXERCISES = [
              hint="A loader without drop_last makes one more, smaller batch from what is left over.",
              why="The last batch is smaller: per-batch averages weigh its samples a little more."),
     Exercise("00.accuracy_no_grad", "code", behaviour=_accuracy_behaviour,
-             hint="Wrap the loop in `with torch.no_grad():`, move each batch to the model's device, and compare "
-                  "`model(x).argmax(1)` with the labels.",
+             hint="What does autograd keep while a forward runs, and which context tells it not to? Batches go "
+                  "where the model is; a prediction is the class with the largest output.",
              why="Without a graph, evaluation keeps no activations: it needs a fraction of training's memory."),
 ]
