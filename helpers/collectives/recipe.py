@@ -1,0 +1,197 @@
+"""Collectives by hand: the code notebook 08 teaches (its recipe).
+
+- A ring all-reduce built from point-to-point messages, twice: :func:`ring_all_reduce_naive`
+  passes the whole tensor around the ring; :func:`ring_all_reduce` is the bandwidth-optimal one,
+  :func:`ring_reduce_scatter` then :func:`ring_all_gather`, each ``n − 1`` steps of ``size / n``.
+- DDP rebuilt from gradient hooks, in three steps: :func:`allreduce_gradients` (one all-reduce
+  per parameter, after backward), :func:`allreduce_gradients_bucketed` (a few flat buckets) and
+  :class:`OverlappedDDP` (buckets all-reduced asynchronously from the hooks, during backward).
+
+Every function runs inside a launched process (``fn(rank, world_size, …)``) and works on the
+tensor's own device, so the same code runs under gloo (CPU) and nccl (GPUs).
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+__all__ = ["ring_neighbours", "owned_chunk", "recv_buffer", "ring_all_reduce_naive", "ring_reduce_scatter", "ring_all_gather",
+           "ring_all_reduce", "broadcast_parameters", "allreduce_gradients", "allreduce_gradients_bucketed",
+           "make_buckets", "OverlappedDDP"]
+
+
+def ring_neighbours() -> tuple[int, int]:
+    """This rank's neighbours on the ring: (left, right), i.e. whom it receives from and sends to (08)."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    return (rank - 1) % n, (rank + 1) % n
+
+
+def _exchange(send: torch.Tensor, recv: torch.Tensor) -> None:
+    """One ring step: send to the right while receiving from the left (isend, so no one deadlocks)."""
+    left, right = ring_neighbours()
+    req = dist.isend(send, right)
+    dist.recv(recv, left)
+    req.wait()
+
+
+_BUFFERS: dict[tuple, torch.Tensor] = {}
+
+
+def recv_buffer(like: torch.Tensor) -> torch.Tensor:
+    """A receive buffer shaped like ``like``, allocated once and reused, as nccl and gloo do (08).
+
+    Allocating a fresh 8 MB tensor costs page faults (about a millisecond on a laptop CPU) each
+    call: as much as sending it between two processes. So a ring keeps its buffer.
+    """
+    key = (like.shape, like.dtype, like.device)
+    if key not in _BUFFERS:
+        _BUFFERS.clear()  # one size at a time: enough for a sweep, and never a growing pile
+        _BUFFERS[key] = torch.empty_like(like)
+    return _BUFFERS[key]
+
+
+def ring_all_reduce_naive(t: torch.Tensor) -> torch.Tensor:
+    """Sum ``t`` over all ranks, in place, by passing whole tensors around the ring: n − 1 steps of size (08).
+
+    Each step every rank forwards what it received last and adds what arrives. Correct, but each
+    rank sends ``(n − 1) · size``: the traffic grows with the number of ranks.
+    """
+    send, recv = t.detach().clone(), torch.empty_like(t)
+    for _ in range(dist.get_world_size() - 1):
+        _exchange(send, recv)
+        t += recv
+        send, recv = recv, send
+    return t
+
+
+def owned_chunk(rank: int, world_size: int) -> int:
+    """The chunk a rank holds fully reduced after :func:`ring_reduce_scatter`: its right neighbour's index (08)."""
+    return (rank + 1) % world_size
+
+
+def ring_reduce_scatter(t: torch.Tensor) -> int:
+    """The first half of the ring all-reduce: n − 1 steps after which each rank owns one summed chunk (08).
+
+    ``t`` (contiguous) is cut into ``n`` chunks. At step ``s`` rank ``r`` sends its running sum of
+    chunk ``r − s`` to the right and adds what arrives from the left into chunk ``r − s − 1``.
+    After ``n − 1`` steps chunk :func:`owned_chunk` of ``t`` holds the sum over all ranks (the
+    other chunks hold partial sums). Returns that chunk's index.
+    """
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)  # views: the sums land in t itself
+    recv = recv_buffer(chunks[0])
+    for s in range(n - 1):
+        send_i, recv_i = (rank - s) % n, (rank - s - 1) % n
+        buf = recv[:chunks[recv_i].numel()]
+        _exchange(chunks[send_i], buf)
+        chunks[recv_i].add_(buf)
+    return owned_chunk(rank, n)
+
+
+def ring_all_gather(t: torch.Tensor, owned: int) -> torch.Tensor:
+    """The second half: n − 1 steps that pass each rank's finished chunk around the ring (08).
+
+    At step ``s`` rank ``r`` sends chunk ``owned − s`` and receives chunk ``owned − s − 1``,
+    copying it in place of its partial sum. Afterwards every rank holds every chunk.
+    """
+    n = dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)
+    for s in range(n - 1):
+        _exchange(chunks[(owned - s) % n], chunks[(owned - s - 1) % n])
+    return t
+
+
+def ring_all_reduce(t: torch.Tensor) -> torch.Tensor:
+    """Bandwidth-optimal ring all-reduce of ``t`` in place: reduce-scatter, then all-gather (08).
+
+    2(n − 1) steps, each sending ``size / n``: every rank sends ``2 (n − 1) / n · size`` in all,
+    nearly ``2 · size`` however many ranks there are. This is the algorithm nccl uses for large
+    messages (with many rings and pipelining on top).
+    """
+    if not t.is_contiguous():
+        raise ValueError("ring_all_reduce works on a contiguous tensor; pass t.contiguous() and copy back")
+    return ring_all_gather(t, ring_reduce_scatter(t))
+
+
+def broadcast_parameters(model: nn.Module, src: int = 0) -> None:
+    """Make every rank start from rank ``src``'s parameters, as DDP does when it wraps a model (08)."""
+    for p in model.parameters():
+        dist.broadcast(p.data, src)
+
+
+def allreduce_gradients(model: nn.Module) -> None:
+    """DDP v1: after ``backward()``, average each parameter's gradient over the ranks, one all-reduce each (08)."""
+    n = dist.get_world_size()
+    for p in model.parameters():
+        if p.grad is not None:
+            dist.all_reduce(p.grad)
+            p.grad.div_(n)
+
+
+def make_buckets(params: list[nn.Parameter], bucket_bytes: int) -> list[list[nn.Parameter]]:
+    """Group parameters into buckets of about ``bucket_bytes``, last layer first (backward's order) (08).
+
+    A bucket closes once it reaches ``bucket_bytes``; DDP does the same (``bucket_cap_mb``).
+    """
+    buckets: list[list[nn.Parameter]] = [[]]
+    size = 0
+    for p in reversed(params):
+        if size >= bucket_bytes:
+            buckets.append([])
+            size = 0
+        buckets[-1].append(p)
+        size += p.numel() * p.element_size()
+    return buckets
+
+
+def allreduce_gradients_bucketed(model: nn.Module, bucket_bytes: int = 2**20) -> None:
+    """DDP v2: after ``backward()``, flatten the gradients into a few buckets and all-reduce each once (08).
+
+    Fewer, larger messages: each all-reduce pays the latency α once for many parameters.
+    """
+    n = dist.get_world_size()
+    params = [p for p in model.parameters() if p.grad is not None]
+    for bucket in make_buckets(params, bucket_bytes):
+        flat = torch.cat([p.grad.view(-1) for p in bucket])
+        dist.all_reduce(flat)
+        flat.div_(n)
+        for p, g in zip(bucket, flat.split([p.numel() for p in bucket])):
+            p.grad.copy_(g.view_as(p))
+
+
+class OverlappedDDP:
+    """DDP v3: each bucket is all-reduced asynchronously as soon as backward has produced its gradients (08).
+
+    ``register_post_accumulate_grad_hook`` tells us when a parameter's ``.grad`` is final; when a
+    bucket's last gradient arrives, its all-reduce starts (``async_op=True``) while backward goes
+    on computing earlier layers. Call :meth:`finish` after ``backward()``, before
+    ``optimizer.step()``: it waits for the all-reduces and writes the averaged gradients back.
+    """
+
+    def __init__(self, model: nn.Module, bucket_bytes: int = 2**20) -> None:
+        broadcast_parameters(model)
+        self.model = model
+        self.buckets = make_buckets([p for p in model.parameters() if p.requires_grad], bucket_bytes)
+        self.bucket_of = {p: i for i, b in enumerate(self.buckets) for p in b}
+        self.ready = [0] * len(self.buckets)
+        self.pending: list[tuple[dist.Work, torch.Tensor, int]] = []
+        for p in self.bucket_of:
+            p.register_post_accumulate_grad_hook(self._grad_ready)
+
+    def _grad_ready(self, p: nn.Parameter) -> None:
+        i = self.bucket_of[p]
+        self.ready[i] += 1
+        if self.ready[i] == len(self.buckets[i]):  # the bucket is complete: send it now, during backward
+            flat = torch.cat([q.grad.view(-1) for q in self.buckets[i]]).div_(dist.get_world_size())
+            self.pending.append((dist.all_reduce(flat, async_op=True), flat, i))
+
+    def finish(self) -> None:
+        """Wait for every bucket's all-reduce and copy the averaged gradients back into ``.grad`` (08)."""
+        for work, flat, i in self.pending:
+            work.wait()
+            bucket = self.buckets[i]
+            for p, g in zip(bucket, flat.split([p.numel() for p in bucket])):
+                p.grad.copy_(g.view_as(p))
+        self.pending.clear()
+        self.ready = [0] * len(self.buckets)

@@ -1,0 +1,177 @@
+"""Sharding, measured: exact bytes each rank holds, the collectives each step sends, step times (09).
+
+The instruments of notebook 09: they train the recipe's strategies (DDP, ZeRO-1, FSDP2, tensor
+parallelism) on real processes, count every byte of parameters, gradients and optimizer state a
+rank holds (a DTensor's local shard, a ZeRO partition's state), record each collective with its
+payload (:class:`CollectiveBytes`) and time the steps.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.tensor import DTensor
+from torch.distributed.tensor.debug import CommDebugMode
+
+from ..dist.ranks import agree, local_device
+from .recipe import make_model, shard_ddp, shard_fsdp2, shard_tp, shard_zero1
+
+__all__ = ["WIRE_FACTOR", "CollectiveBytes", "local_tensor", "rank_bytes", "synthetic_regression", "train_step",
+           "reference_parameters", "full_parameters", "fit_link", "comm_seconds", "FAMILY", "BUILDERS", "best_time"]
+
+# the share of a collective's payload each rank sends with ring algorithms, times (N - 1)/N
+WIRE_FACTOR = {"allreduce_": 2, "all_reduce": 2, "_allgather_base_": 1, "allgather_": 1, "all_gather_into_tensor": 1,
+               "_reduce_scatter_base_": 1, "reduce_scatter_": 1, "reduce_scatter_tensor": 1, "broadcast_": 1}
+BUILDERS = {"ddp": shard_ddp, "zero1": shard_zero1, "fsdp2": shard_fsdp2, "tp": shard_tp}
+
+
+class CollectiveBytes(CommDebugMode):
+    """``CommDebugMode`` that also adds up each collective's payload in bytes, and the bytes each rank sends (09).
+
+    The payload is the largest tensor the collective touches (the whole message: an all-gather's
+    output, a reduce-scatter's input); ``wire`` applies :data:`WIRE_FACTOR` · (N − 1)/N. It sees
+    DDP's bucket all-reduces, ZeRO's broadcasts, FSDP2's all-gathers and reduce-scatters, and
+    DTensor's collectives (``get_comm_counts()`` still works).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: dict[str, int] = defaultdict(int)
+        self.payload: dict[str, int] = defaultdict(int)
+        self.wire = 0.0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 (the dispatcher's signature)
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        if out is NotImplemented or isinstance(func, torch._ops.HigherOrderOperator):
+            return out
+        name = str(func._overloadpacket).split(".")[-1]
+        if name in WIRE_FACTOR:
+            leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+            nbytes = max((t.numel() * t.element_size() for t in leaves if isinstance(t, torch.Tensor)), default=0)
+            n = dist.get_world_size()
+            self.calls[name] += 1
+            self.payload[name] += nbytes
+            self.wire += WIRE_FACTOR[name] * (n - 1) / n * nbytes
+        return out
+
+    def summary(self) -> dict:
+        """Calls and payload bytes by collective, and the bytes this rank sends (09)."""
+        return {"calls": dict(self.calls), "payload": dict(self.payload), "wire_bytes": self.wire,
+                "messages": sum(self.calls.values())}
+
+
+def local_tensor(t: torch.Tensor) -> torch.Tensor:
+    """What this rank really holds of ``t``: a DTensor's local shard, a plain tensor itself (09)."""
+    return t.to_local() if isinstance(t, DTensor) else t
+
+
+def _nbytes(tensors) -> int:
+    return sum(local_tensor(t).numel() * local_tensor(t).element_size() for t in tensors)
+
+
+def rank_bytes(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
+    """Exact bytes this rank holds: parameters, gradients, optimizer state, Adam's scalar step counters (09).
+
+    For ZeRO-1 the state is that of this rank's partition (``opt.optim``); for DTensors the local shard.
+    """
+    state = getattr(opt, "optim", opt).state  # ZeroRedundancyOptimizer wraps the local optimizer
+    tensors = [v for s in state.values() for v in s.values() if isinstance(v, torch.Tensor)]
+    return {"params": _nbytes(model.parameters()),
+            "grads": _nbytes(p.grad for p in model.parameters() if p.grad is not None),
+            "optim": _nbytes(t for t in tensors if t.dim() > 0),
+            "optim_scalars": _nbytes(t for t in tensors if t.dim() == 0)}
+
+
+def synthetic_regression(batch: int, width: int = 512, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """A fixed random batch of inputs and regression targets (09)."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(batch, width, generator=g), torch.randn(batch, width, generator=g)
+
+
+def train_step(net: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> None:
+    """One Adam step on the mean squared error (09)."""
+    opt.zero_grad(set_to_none=True)
+    nn.functional.mse_loss(net(x), y).backward()
+    opt.step()
+
+
+def reference_parameters(layers: int, width: int, batch: int, steps: int, lr: float) -> list[torch.Tensor]:
+    """The unsharded model's parameters after ``steps`` Adam steps on the whole batch, in one process (09)."""
+    model = make_model(layers, width)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    x, y = synthetic_regression(batch, width)
+    for _ in range(steps):
+        train_step(model, opt, x, y)
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def full_parameters(model: nn.Module) -> list[torch.Tensor]:
+    """Every parameter whole on the CPU: DTensors gathered with ``full_tensor()`` (a collective: all ranks call it) (09)."""
+    return [(p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu().clone() for p in model.parameters()]
+
+
+def best_time(fn: Callable[[], object], repeats: int, inner: int = 1) -> float:
+    """Best over ``repeats`` of the slowest rank's seconds per call of ``fn`` (one warm-up call first) (09)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        if local_device().type == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, agree((time.perf_counter() - t0) / inner, "max"))
+    return best
+
+
+FAMILY = {"allreduce_": "all_reduce", "all_reduce": "all_reduce", "_allgather_base_": "all_gather",
+          "allgather_": "all_gather", "all_gather_into_tensor": "all_gather", "_reduce_scatter_base_": "reduce_scatter",
+          "reduce_scatter_": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter", "broadcast_": "broadcast"}
+
+
+def _timed_op(op: str, size: int, n: int) -> Callable[[], object]:
+    """One collective of ``size`` bytes (the whole message) on this process group, ready to time."""
+    dev = local_device()
+    whole, part = torch.ones(size // 4, device=dev), torch.ones(size // 4 // n, device=dev)
+    return {"all_reduce": lambda: dist.all_reduce(whole),
+            "all_gather": lambda: dist.all_gather_into_tensor(whole, part),
+            "reduce_scatter": lambda: dist.reduce_scatter_tensor(part, whole),
+            "broadcast": lambda: dist.broadcast(whole, 0)}[op]
+
+
+def fit_link(sizes: tuple[int, ...] = (2**12, 2**16, 2**20, 2**22), repeats: int = 3) -> dict[str, tuple[float, float]]:
+    """α (s per call) and β (s per byte a rank sends) of each collective on this process group (09).
+
+    Each is timed on its own: gloo's reduce-scatter, for one, costs more per byte than its
+    all-reduce. A rank sends :data:`WIRE_FACTOR` · (N − 1)/N of the message; the line is fitted by
+    least squares on relative errors. ``{}`` on one rank, where collectives move nothing.
+    """
+    n = dist.get_world_size()
+    if n == 1:
+        return {}
+    out = {}
+    for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast"):
+        factor = {"all_reduce": 2, "broadcast": 1}.get(op, 1) * (n - 1) / n
+        secs = [best_time(_timed_op(op, size, n), repeats, inner=3) for size in sizes]
+        wire = np.asarray([factor * size for size in sizes], dtype=float)
+        t = np.asarray(secs)
+        a = np.stack([np.ones_like(t), wire], axis=1) / t[:, None]
+        alpha, beta = np.linalg.lstsq(a, np.ones_like(t), rcond=None)[0]
+        out[op] = (float(alpha), float(beta))
+    return out
+
+
+def comm_seconds(comm: dict, link: dict[str, tuple[float, float]], world_size: int) -> float:
+    """The α–β time of one step's collectives (:meth:`CollectiveBytes.summary`), each with its own α and β (09)."""
+    total = 0.0
+    for name, calls in comm["calls"].items():
+        alpha, beta = link.get(FAMILY[name], (0.0, 0.0))
+        wire = WIRE_FACTOR[name] * (world_size - 1) / world_size * comm["payload"][name]
+        total += calls * alpha + wire * beta
+    return total

@@ -1,0 +1,87 @@
+"""Notebook 09 (sharding): its exercises and its benchmark."""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..core.checks import Exercise
+from ..dist.launcher import describe_launch
+from .recipe import model_parameters
+from .strategies import run_sharding, run_tp_block
+
+
+NOTEBOOK = "09_sharding"
+
+
+def _partition_behaviour(fn: Callable) -> str | None:
+    """The student's ``zero1_partition(numels, world_size)`` against ZeroRedundancyOptimizer's rule (09)."""
+    cases = [([262144] * 8 + [512] * 8, 3), ([10, 7, 7, 3, 1], 2), ([5, 5, 5, 5], 4), ([100, 1, 1, 1, 1, 1], 3),
+             ([8, 6, 4, 4, 2], 3), ([3, 9, 1, 9], 2)]
+    for numels, n in cases:
+        want = [0] * n
+        for k in sorted(numels, reverse=True):  # torch: largest tensor first, to the least-loaded rank (lowest on ties)
+            want[want.index(min(want))] += k
+        try:
+            got = fn(list(numels), n)
+        except Exception as e:  # noqa: BLE001 (a student's bug, reported in words)
+            return f"your function raised {type(e).__name__}: {e} for numels={numels}, world_size={n}"
+        if not isinstance(got, (list, tuple)) or len(got) != n:
+            return f"for world_size={n} return a list of {n} numbers (elements per rank); got {got!r}"
+        if sum(got) != sum(numels):
+            return f"for numels={numels} your ranks hold {sum(got)} elements in all, not {sum(numels)}"
+        if list(got) != want:
+            return (f"for numels={numels}, world_size={n} the split differs from ZeroRedundancyOptimizer's: it hands "
+                    "out whole tensors, largest first, each to the rank holding the fewest elements so far")
+    return None
+
+
+EXERCISES = [
+    Exercise("09.replica_gb_7b", "int", digest="fb5699b8c23ffb357cef9a466222a15deda68322b6283867447c7027ca0a841a",
+             hint="Mixed precision with Adam: add up the bytes per parameter of the weights, the gradients, the fp32 "
+                  "master copy and Adam's two moments, then multiply by 7 billion (answer in GB, 10⁹ bytes).",
+             why="16 bytes per parameter before a single activation: no 80 GB GPU holds a 7B model's training state."),
+    Exercise("09.zero3_gb_7b_8", "int", digest="9c0f1749b9df80996a03f269cd8c4488b4ec657a176f2021faa1ab12f81b7bb7",
+             hint="ZeRO-3 divides all three parts by the number of GPUs (answer in GB).",
+             why="Sharded eight ways the state fits an 80 GB GPU with room for activations; ZeRO-1 alone would leave "
+                 "the 28 GB of weights and gradients whole on every GPU."),
+    Exercise("09.zero1_partition", "code", behaviour=_partition_behaviour,
+             hint="ZeroRedundancyOptimizer never cuts a tensor: it sorts them from largest to smallest and gives each "
+                  "to the rank that holds the fewest elements so far (the lowest rank on a tie).",
+             why="Whole tensors balance well when there are many of similar size; with 3 ranks and 8 equal weights "
+                 "one rank gets less, so the per-rank bytes are not Ψ/N exactly."),
+]
+
+
+def bench_sharding(repeats: int = 5) -> dict:
+    """Bytes per rank, parameters and step times of DDP, ZeRO-1, FSDP2 and TP on 1, 2, 4 ranks, with predictions (09)."""
+    rows = run_sharding((1, 2, 4), repeats=repeats)
+    tp = run_tp_block(2)
+    keep = ("strategy", "world_size", "measured_bytes", "predicted_bytes", "max_abs_diff_vs_unsharded")
+    results = []
+    for r in rows:
+        out = {k: r[k] for k in keep}
+        out["measured_bytes"] = {k: r["measured_bytes"][k] for k in ("params", "grads", "optim")}
+        out["wire_bytes_per_step"] = round(r["comm"]["wire_bytes"])
+        out["step_s"] = round(r["step_s"], 5) if "step_s" in r else None
+        out["predicted_step_s"] = round(r["predicted_step_s"], 5) if "predicted_step_s" in r else None
+        results.append(out)
+    timed = [r for r in results if r["step_s"] and r["world_size"] > 1]
+    return {"device": describe_launch(2), "parameters": model_parameters(), "results": results,
+            "bytes_exact": all(r["measured_bytes"] == r["predicted_bytes"] for r in results),
+            "step_prediction_error": round(max(abs(r["predicted_step_s"] / r["step_s"] - 1) for r in timed), 4),
+            "tp_block": {"output_diff": tp[0]["output_diff"], "weight_grad_diff": tp[0]["weight_grad_diff"],
+                         "weight_bytes_fraction": tp[0]["weight_bytes"] / tp[0]["full_weight_bytes"],
+                         "all_reduces": {"forward": tp[0]["forward"]["messages"],
+                                         "backward": tp[0]["backward"]["messages"]}}}
+
+
+BENCH = {"sharding": bench_sharding}
+
+
+def readme_figures(results: dict) -> str:
+    """The key figures of notebook 09 for the README's table, from ``bench_sharding``'s JSON."""
+    s = results["sharding"]
+    fsdp4 = next(r for r in s["results"] if r["strategy"] == "fsdp2" and r["world_size"] == 4)
+    return (f"Ψ = {s['parameters']:,}: bytes per rank {'exactly' if s['bytes_exact'] else 'NOT'} as predicted for DDP, "
+            f"ZeRO-1, FSDP2, TP on 1, 2, 4 ranks (FSDP2 on 4: {sum(fsdp4['measured_bytes'].values()) / 1e6:.1f} MB of "
+            f"{16 * s['parameters'] / 1e6:.1f}); step times predicted within {s['step_prediction_error']:.0%} on 2 ranks; "
+            f"TP block: weights ×{s['tp_block']['weight_bytes_fraction']:.2f}, one all-reduce forward")

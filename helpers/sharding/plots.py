@@ -1,0 +1,64 @@
+"""Pictures of notebook 09: bytes each rank holds by strategy and world size, measured against predicted; step times (09)."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..core.plots import finish
+
+__all__ = ["plot_memory", "plot_step_times"]
+
+PARTS = ("params", "grads", "optim")
+NAMES = {"ddp": "DDP", "zero1": "ZeRO-1", "fsdp2": "FSDP2", "tp": "TP"}
+
+
+def plot_memory(rows: list[dict], label: str = "") -> Figure | None:
+    """Stacked bars of parameter, gradient and optimizer bytes on one rank, per strategy and world size;
+    a black tick marks the calculator's total (09)."""
+    strategies = list(dict.fromkeys(r["strategy"] for r in rows))
+    sizes = sorted({r["world_size"] for r in rows})
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    width = 0.8 / len(sizes)
+    for j, n in enumerate(sizes):
+        for i, s in enumerate(strategies):
+            r = next(r for r in rows if r["strategy"] == s and r["world_size"] == n)
+            x, bottom = i + (j - (len(sizes) - 1) / 2) * width, 0.0
+            for k, part in enumerate(PARTS):
+                mb = r["measured_bytes"][part] / 1e6
+                ax.bar(x, mb, width * 0.92, bottom=bottom, color=f"C{k}", alpha=0.45 + 0.55 * (j + 1) / len(sizes),
+                       label=f"{part} (measured)" if (i, j) == (0, 0) else None)
+                bottom += mb
+            pred = sum(r["predicted_bytes"][p] for p in PARTS) / 1e6
+            ax.plot([x - width * 0.45, x + width * 0.45], [pred, pred], color="black", lw=1.5,
+                    label="calculator's total" if (i, j) == (0, 0) else None)
+            ax.text(x, bottom, f"N={n}", ha="center", va="bottom", fontsize=6)
+    ax.set_xticks(range(len(strategies)), [NAMES.get(s, s) for s in strategies])
+    ax.set(ylabel="MB on one rank", title="what one rank holds: parameters + gradients + Adam state")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7, loc="upper right")
+    return finish(fig, label)
+
+
+def plot_step_times(rows: list[dict], label: str = "") -> Figure | None:
+    """Measured step time of each strategy on N > 1 ranks beside the prediction (09).
+
+    One process is where each strategy's overhead is measured, so its prediction is exact by
+    construction and not shown.
+    """
+    timed = [r for r in rows if r.get("step_s") and r["world_size"] > 1]
+    names = [f"{NAMES.get(r['strategy'], r['strategy'])}\nN={r['world_size']}" for r in timed]
+    x = np.arange(len(timed))
+    fig, ax = plt.subplots(figsize=(6.4, 3.0))
+    ax.bar(x - 0.2, [1e3 * r["step_s"] for r in timed], 0.4, label="measured", color="C0")
+    ax.bar(x + 0.2, [1e3 * r["predicted_step_s"] for r in timed], 0.4, label="predicted", color="C1", alpha=0.7)
+    for xi, r in zip(x, timed):
+        ax.text(xi, 1e3 * max(r["step_s"], r["predicted_step_s"]), f"{r['predicted_step_s'] / r['step_s'] - 1:+.0%}",
+                ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(x, names, fontsize=7)
+    ax.set(ylabel="ms per training step", title="step time: measured, and predicted from parts")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7)
+    return finish(fig, label)

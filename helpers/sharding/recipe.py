@@ -1,0 +1,183 @@
+"""Sharding: the memory and communication arithmetic notebook 09 teaches, and the few lines that shard a model (09).
+
+- :func:`memory_per_rank`: bytes of parameters, gradients and optimizer state each rank holds,
+  for DDP, ZeRO-1/2/3, FSDP2 and tensor parallelism (16 bytes per parameter with Adam, whether
+  fp32 or mixed precision: what changes is which of them a strategy divides by N).
+- :func:`comm_per_step` and :func:`comm_time`: bytes each rank sends per step, and the α–β
+  estimate of their time on a named interconnect (:data:`INTERCONNECTS`).
+- :func:`make_model`, :func:`shard_ddp`, :func:`shard_zero1`, :func:`shard_fsdp2`, :func:`shard_tp`: the
+  real PyTorch calls, as a training script writes them.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+__all__ = ["BYTES_PER_PARAM", "SHARDED", "STRATEGIES", "INTERCONNECTS", "memory_per_rank", "comm_per_step",
+           "comm_time", "make_model", "model_parameters", "shard_ddp", "shard_zero1", "shard_fsdp2", "tp_plan", "shard_tp"]
+
+# bytes per parameter for (parameters, gradients, optimizer state); "mixed": bf16/fp16 weights and gradients,
+# the optimizer keeping an fp32 master copy (4 B) besides its state (ZeRO paper, Rajbhandari et al. 2020, §3)
+BYTES_PER_PARAM = {("fp32", "adam"): (4, 4, 8), ("fp32", "sgd"): (4, 4, 0),
+                   ("mixed", "adam"): (2, 2, 12), ("mixed", "sgd"): (2, 2, 4)}
+# what each strategy divides by the number of ranks N
+SHARDED = {"ddp": (), "zero1": ("optim",), "zero2": ("optim", "grads"), "zero3": ("optim", "grads", "params"),
+           "fsdp2": ("optim", "grads", "params"), "tp": ("optim", "grads", "params")}
+STRATEGIES = tuple(SHARDED)
+
+# Approximate α (s per message) and β (s per byte through one rank's link, i.e. 1 / bus bandwidth), typical
+# published figures for all-reduce busbw (nccl-tests on recent hardware; vendors' link speeds), not measurements
+# of yours: replace them with what nccl-tests or bench_collectives measures on your machines.
+INTERCONNECTS = {
+    "gloo, 2-core CPU (measured)": (3.3e-4, 1 / 1.15e9),  # bench_collectives on the course's reference machine
+    "PCIe 4.0 x16": (1e-5, 1 / 20e9),             # ~32 GB/s raw per direction, ~20 GB/s busbw in practice
+    "NVLink 4 (H100 SXM)": (1e-5, 1 / 400e9),     # 450 GB/s per direction, nccl busbw ~370-480 GB/s on 8 GPUs
+    "InfiniBand NDR 400 Gb/s": (2e-5, 1 / 45e9),  # 50 GB/s per port, ~40-48 GB/s busbw across nodes
+    "Ethernet 100 Gb/s": (3e-5, 1 / 11e9),        # 12.5 GB/s line rate
+}
+
+
+def _check(strategy: str, precision: str, optimizer: str, world_size: int) -> None:
+    if strategy not in SHARDED:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+    if (precision, optimizer) not in BYTES_PER_PARAM:
+        raise ValueError(f"unknown precision/optimizer {precision!r}/{optimizer!r}; precision 'fp32' or 'mixed', "
+                         "optimizer 'adam' or 'sgd'")
+    if not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"world_size must be a positive int, got {world_size!r}")
+
+
+def memory_per_rank(params: int, world_size: int = 1, strategy: str = "ddp", precision: str = "fp32",
+                    optimizer: str = "adam", replicated: int = 0) -> dict[str, int]:
+    """Bytes of parameters, gradients and optimizer state on each rank, and their total (09).
+
+    ``params`` is Ψ. A sharded part holds ``ceil(bytes · Ψ / N)`` per rank: exact when N divides the
+    sharded tensors evenly (FSDP2 cuts each tensor's first dimension; ZeRO-1 in torch hands out
+    whole tensors), the largest rank's share otherwise. ``replicated``: parameters a strategy
+    leaves whole on every rank (tensor parallelism keeps row-wise biases and norms whole).
+    Adam's per-tensor ``step`` counters (a few bytes per tensor) are left out.
+    """
+    _check(strategy, precision, optimizer, world_size)
+    out = {}
+    for part, per in zip(("params", "grads", "optim"), BYTES_PER_PARAM[(precision, optimizer)]):
+        if part in SHARDED[strategy]:
+            out[part] = math.ceil(per * (params - replicated) / world_size) + per * replicated
+        else:
+            out[part] = per * params
+    out["total"] = out["params"] + out["grads"] + out["optim"]
+    return out
+
+
+def comm_per_step(params: int, world_size: int, strategy: str = "ddp", precision: str = "fp32",
+                  tp_activation_bytes: int = 0, tp_blocks: int = 0) -> dict[str, float]:
+    """Bytes each rank sends per training step with ring collectives, by collective (09).
+
+    Ring all-reduce sends ``2 (N − 1)/N`` of its message, all-gather and reduce-scatter
+    ``(N − 1)/N``. Textbook numbers (ZeRO paper, §7): DDP, ZeRO-1 and ZeRO-2 move 2Ψ per step
+    (an all-reduce is a reduce-scatter plus an all-gather); ZeRO-3/FSDP move 3Ψ (parameters
+    all-gathered in forward and again in backward, gradients reduce-scattered), times
+    ``(N − 1)/N`` and the bytes per element. torch's ``ZeroRedundancyOptimizer`` keeps DDP's
+    all-reduce and broadcasts the updated shards: 3Ψ, as FSDP. Tensor parallelism all-reduces
+    activations instead: two per block (forward, and the input gradient in backward).
+    """
+    _check(strategy, precision, "adam", world_size)
+    b = BYTES_PER_PARAM[(precision, "adam")][1]  # communication happens in the gradients' precision
+    f = (world_size - 1) / world_size
+    if strategy == "ddp":
+        out = {"all_reduce": 2 * f * params * b}
+    elif strategy in ("zero1", "zero2"):
+        out = {"reduce_scatter": f * params * b, "all_gather": f * params * b}
+    elif strategy in ("zero3", "fsdp2"):
+        out = {"all_gather": 2 * f * params * b, "reduce_scatter": f * params * b}
+    else:
+        out = {"all_reduce": 2 * tp_blocks * 2 * f * tp_activation_bytes}
+    out["total"] = sum(out.values())
+    return out
+
+
+def comm_time(nbytes: float, messages: int, interconnect: str | tuple[float, float]) -> float:
+    """Seconds to send ``nbytes`` per rank in ``messages`` collectives: ``messages · α + nbytes · β`` (09).
+
+    ``interconnect``: a name from :data:`INTERCONNECTS` or your own ``(α, β)``.
+    """
+    if isinstance(interconnect, str):
+        if interconnect not in INTERCONNECTS:
+            raise ValueError(f"unknown interconnect {interconnect!r}; choose from {list(INTERCONNECTS)} or pass (α, β)")
+        interconnect = INTERCONNECTS[interconnect]
+    alpha, beta = interconnect
+    return messages * alpha + nbytes * beta
+
+
+def make_model(layers: int = 8, width: int = 512, seed: int = 0) -> nn.Sequential:
+    """The model notebook 09 shards: ``layers`` × Linear(width, width) with ReLU between (09).
+
+    8 × 512 gives Ψ = 2,101,248 parameters, 16 tensors (a weight and a bias per layer).
+    """
+    torch.manual_seed(seed)
+    mods: list[nn.Module] = []
+    for i in range(layers):
+        mods += [nn.Linear(width, width)] + ([nn.ReLU()] if i < layers - 1 else [])
+    return nn.Sequential(*mods)
+
+
+def model_parameters(layers: int = 8, width: int = 512) -> int:
+    """Ψ of :func:`make_model`: ``layers · (width² + width)`` (09)."""
+    return layers * (width * width + width)
+
+
+def shard_ddp(model: nn.Module, lr: float = 1e-3) -> tuple[nn.Module, torch.optim.Optimizer]:
+    """DDP with Adam: everything replicated; gradients are views into DDP's buckets, not a second copy (09)."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dev = next(model.parameters()).device
+    net = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None, gradient_as_bucket_view=True)
+    return net, torch.optim.Adam(net.parameters(), lr=lr)
+
+
+def shard_zero1(model: nn.Module, lr: float = 1e-3) -> tuple[nn.Module, torch.optim.Optimizer]:
+    """ZeRO-1: DDP, with Adam's state split over the ranks by ``ZeroRedundancyOptimizer`` (09)."""
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    net, _ = shard_ddp(model)
+    return net, ZeroRedundancyOptimizer(net.parameters(), optimizer_class=torch.optim.Adam, lr=lr)
+
+
+def shard_fsdp2(model: nn.Sequential, mesh, lr: float = 1e-3) -> tuple[nn.Module, torch.optim.Optimizer]:
+    """FSDP2: ``fully_shard`` each layer, then the whole model; parameters become sharded DTensors (09).
+
+    Each layer is its own unit: its parameters are all-gathered just before its forward (and again
+    before its backward) and freed after, so only one layer is ever whole on a rank.
+    """
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:  # torch < 2.6
+        from torch.distributed._composable.fsdp import fully_shard
+    for layer in model:
+        if any(True for _ in layer.parameters()):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model, torch.optim.Adam(model.parameters(), lr=lr)
+
+
+def tp_plan(model: nn.Sequential) -> dict:
+    """Tensor-parallel plan: the Linear layers in pairs, column-wise then row-wise (Megatron's MLP split) (09).
+
+    Column-wise splits the first layer's outputs, so ReLU works on each rank's slice; row-wise
+    splits the second layer's inputs, so each rank holds a partial sum: one all-reduce per pair.
+    """
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
+
+    linears = [name for name, m in model.named_children() if isinstance(m, nn.Linear)]
+    if len(linears) % 2:
+        raise ValueError(f"tensor parallelism pairs Linear layers (up, down); this model has {len(linears)}")
+    return {name: ColwiseParallel() if i % 2 == 0 else RowwiseParallel() for i, name in enumerate(linears)}
+
+
+def shard_tp(model: nn.Sequential, mesh, lr: float = 1e-3) -> tuple[nn.Module, torch.optim.Optimizer]:
+    """Tensor parallelism: ``parallelize_module`` with :func:`tp_plan` on a 1-D DeviceMesh (09)."""
+    from torch.distributed.tensor.parallel import parallelize_module
+
+    parallelize_module(model, mesh, tp_plan(model))
+    return model, torch.optim.Adam(model.parameters(), lr=lr)

@@ -1,0 +1,169 @@
+"""Each sharding strategy trained on N ranks: bytes per rank, collectives, step time, against the calculator (09).
+
+:func:`run_sharding` trains DDP, ZeRO-1, FSDP2 and tensor parallelism on the same model and data,
+and sets what each rank measured beside :func:`~helpers.sharding.recipe.memory_per_rank`'s and
+:func:`~helpers.sharding.recipe.comm_time`'s predictions. :func:`run_tp_block` checks one
+tensor-parallel MLP block against the unsplit one.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Sequence
+
+import torch
+from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+
+from ..core.measure import max_abs_diff
+from ..dist.launcher import launch
+from ..dist.ranks import local_device
+from .instruments import (BUILDERS, CollectiveBytes, best_time, comm_seconds, fit_link, full_parameters, local_tensor, rank_bytes,
+                          reference_parameters, synthetic_regression, train_step)
+from .recipe import make_model, memory_per_rank, model_parameters, shard_tp
+
+__all__ = ["sharding_worker", "run_sharding", "tp_block_worker", "run_tp_block"]
+
+
+def _compute_times(layers: int, width: int, xs: torch.Tensor, ys: torch.Tensor, x: torch.Tensor, repeats: int) -> dict:
+    """Seconds of the work no strategy changes, timed on every rank at once (so contention is included)."""
+    model = make_model(layers, width).to(xs.device)
+    opt = torch.optim.Adam(model.parameters())
+
+    def fb(inp: torch.Tensor, target: torch.Tensor) -> None:
+        model.zero_grad(set_to_none=True)
+        nn.functional.mse_loss(model(inp), target).backward()
+
+    out = {"fb_local_s": best_time(lambda: fb(xs, ys), repeats), "fb_full_s": best_time(lambda: fb(x, ys.new_zeros(x.shape)), repeats)}
+    out["adam_s"] = best_time(opt.step, repeats)
+    return out
+
+
+def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layers: int, width: int, batch: int,
+                    steps: int, repeats: int, lr: float) -> dict:
+    """Train each strategy ``steps`` Adam steps; bytes held, collectives of the last step, full parameters, timing (09).
+
+    Data-parallel strategies (DDP, ZeRO-1, FSDP2) train on this rank's share of the batch; tensor
+    parallelism on the whole batch (its ranks split the layers, not the data). With ``repeats`` > 0
+    the step is timed, and so are the link (α, β) and the compute no strategy changes.
+    """
+    # torch's own internals warn here, not our code: FSDP2 calling the collectives it deprecated, and a view
+    # returned by the Sequential (harmless: nothing modifies it in place). Keep the notebook's output readable.
+    warnings.filterwarnings("ignore", message=r".*is deprecated\. Please use `torch\.distributed\.", category=FutureWarning)
+    warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module .* returned a view tensor")
+    dev = local_device()
+    mesh = init_device_mesh(dev.type, (world_size,))
+    x, y = (t.to(dev) for t in synthetic_regression(batch, width))
+    share = batch // world_size
+    xs, ys = x[rank * share:(rank + 1) * share], y[rank * share:(rank + 1) * share]
+    out: dict = {"strategies": {}}
+    if repeats:
+        out["link"] = fit_link(repeats=repeats)
+        out["compute"] = _compute_times(layers, width, xs, ys, x, repeats)
+    for s in strategies:
+        model = make_model(layers, width).to(dev)
+        net, opt = BUILDERS[s](model, lr=lr) if s in ("ddp", "zero1") else BUILDERS[s](model, mesh, lr=lr)
+        xb, yb = (x, y) if s == "tp" else (xs, ys)
+        for _ in range(steps - 1):
+            train_step(net, opt, xb, yb)
+        with CollectiveBytes() as counter:
+            train_step(net, opt, xb, yb)
+        row = {"measured_bytes": rank_bytes(model, opt), "comm": counter.summary(), "params": full_parameters(model)}
+        if repeats:
+            row["step_s"] = best_time(lambda: train_step(net, opt, xb, yb), repeats)
+        out["strategies"][s] = row
+    return out
+
+
+def _predicted_step(s: str, n: int, compute: dict, comm: dict, link: dict, overhead: float) -> float:
+    """Compute no strategy changes, the optimizer's share, α–β communication per collective, and the framework's
+    own per-step cost measured on one process (``overhead``); no overlap assumed."""
+    fb = compute["fb_full_s"] / n if s == "tp" else compute["fb_local_s"]
+    adam = compute["adam_s"] / (1 if s == "ddp" else n)
+    return overhead + fb + adam + comm_seconds(comm, link, n)
+
+
+def _parallel_slots() -> int:
+    """How many ranks can run at once here: GPUs under nccl, else cores."""
+    return torch.cuda.device_count() if torch.cuda.device_count() > 1 else (os.cpu_count() or 1)
+
+
+def run_sharding(world_sizes: Sequence[int] = (1, 2, 4), strategies: Sequence[str] = ("ddp", "zero1", "fsdp2", "tp"),
+                 layers: int = 8, width: int = 512, batch: int = 256, steps: int = 2, repeats: int = 0, lr: float = 1e-3,
+                 timeout: float = 240) -> list[dict]:
+    """Every strategy on every world size: rank 0's bytes against the calculator, parameters against unsharded (09).
+
+    Rows: strategy, world_size, measured_bytes (rank 0; every rank holds the same when N divides
+    the tensors), predicted_bytes, max_abs_diff_vs_unsharded (one process, whole batch, same
+    steps), collectives of one step (calls, payload, wire bytes) and, with ``repeats`` > 0,
+    step_s and predicted_step_s. The prediction for N > 1 carries over each strategy's own
+    overhead (hooks, copies, DTensor dispatch: its step time on one process less the plain
+    model's compute there), so give ``world_sizes`` starting with 1 to include it. World sizes
+    with more ranks than cores (or GPUs) are not timed: their processes would take turns.
+    """
+    psi = model_parameters(layers, width)
+    ref = reference_parameters(layers, width, batch, steps, lr)
+    rows, overhead = [], {}
+    for n in world_sizes:
+        if batch % n:
+            raise ValueError(f"batch ({batch}) must divide evenly over {n} processes")
+        timed = repeats if n <= _parallel_slots() else 0  # more processes than cores: timings say nothing
+        res = launch(sharding_worker, n, args=(tuple(strategies), layers, width, batch, steps, timed, lr),
+                     timeout=timeout, verbose=False)
+        r0 = res[0]
+        for s in strategies:
+            got = r0["strategies"][s]
+            replicated = layers // 2 * width if s == "tp" else 0  # row-wise biases stay whole on every rank
+            pred = memory_per_rank(psi, n, s, "fp32", "adam", replicated=replicated)
+            row = {"strategy": s, "world_size": n, "measured_bytes": got["measured_bytes"],
+                   "predicted_bytes": {k: pred[k] for k in ("params", "grads", "optim")},
+                   "bytes_equal_on_all_ranks": all(r["strategies"][s]["measured_bytes"] == got["measured_bytes"] for r in res),
+                   "max_abs_diff_vs_unsharded": max_abs_diff(got["params"], ref), "comm": got["comm"]}
+            if timed:
+                row["step_s"] = got["step_s"]
+                if n == 1:
+                    c = r0["compute"]
+                    overhead[s] = max(0.0, got["step_s"] - c["fb_full_s"] - c["adam_s"])
+                row["predicted_step_s"] = _predicted_step(s, n, r0["compute"], got["comm"], r0["link"],
+                                                          overhead.get(s, 0.0))
+                row["link"] = r0["link"]
+            rows.append(row)
+    return rows
+
+
+def tp_block_worker(rank: int, world_size: int, width: int, hidden: int, batch: int) -> dict:
+    """One MLP block (Linear up, ReLU, Linear down) split column-wise then row-wise, against the unsplit block (09).
+
+    Returns the largest differences of output, input gradient and weight gradients, this rank's
+    weight bytes and the whole block's, and the collectives of the forward and of the backward.
+    """
+    dev = local_device()
+    torch.manual_seed(0)
+    block = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, width)).to(dev)
+    whole = [p.detach().clone() for p in block.parameters()]
+    full = sum(p.numel() * p.element_size() for p in block.parameters() if p.dim() == 2)
+    ref = nn.Sequential(nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, width)).to(dev)
+    ref.load_state_dict(block.state_dict())
+    shard_tp(block, init_device_mesh(dev.type, (world_size,)))
+    x = torch.randn(batch, width, generator=torch.Generator().manual_seed(1)).to(dev)
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    with CollectiveBytes() as fwd:
+        out = block(xa)
+    with CollectiveBytes() as bwd:
+        out.sum().backward()
+    expected = ref(xb)
+    expected.sum().backward()
+    grads = [p.grad.full_tensor() for p in block.parameters()]
+    return {"output_diff": max_abs_diff([out], [expected]), "input_grad_diff": max_abs_diff([xa.grad], [xb.grad]),
+            "weight_grad_diff": max_abs_diff(grads, [p.grad for p in ref.parameters()]),
+            "weights_unchanged": max_abs_diff([p.full_tensor() for p in block.parameters()], whole) == 0.0,
+            "weight_bytes": sum(local_tensor(p).numel() * local_tensor(p).element_size()
+                                for p in block.parameters() if p.dim() == 2),
+            "full_weight_bytes": full, "forward": fwd.summary(), "backward": bwd.summary()}
+
+
+def run_tp_block(nprocs: int = 2, width: int = 64, hidden: int = 256, batch: int = 8, timeout: float = 90) -> list[dict]:
+    """The tensor-parallel MLP block on ``nprocs`` ranks against the unsplit block, per rank (09)."""
+    if hidden % nprocs or width % nprocs:
+        raise ValueError(f"hidden ({hidden}) and width ({width}) must divide evenly over {nprocs} ranks")
+    return launch(tp_block_worker, nprocs, args=(width, hidden, batch), timeout=timeout, verbose=False)
