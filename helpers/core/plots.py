@@ -24,7 +24,8 @@ def finish(fig: Figure, label: str = "") -> Figure | None:
     """
     if label:
         fig.suptitle(label, fontsize=9)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # a figure that chose its own layout (constrained, for a colour bar) keeps it
+        fig.tight_layout()
     try:
         from IPython import get_ipython
         from IPython.display import display

@@ -18,7 +18,7 @@ from typing import Callable, Protocol
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
-from tqdm.auto import tqdm
+from .bars import progress as tqdm
 
 from .device import get_device, model_device
 

@@ -101,7 +101,26 @@ def _how_it_ended(rank: int, code: int, started: bool) -> str:
     return f"it exited with code {code} without a traceback (os._exit, or a crash in native code)"
 
 
+_PENDING: dict[tuple[int, str], str] = {}
+
+
 def _relay(rank: int, stream: str, text: str) -> None:
+    """Print what a rank wrote, a line at a time; of a line redrawn with carriage returns (a tqdm bar), only its
+    last state, so a saved notebook shows one line per bar instead of every redraw."""
+    key = (rank, stream)
+    buf = _PENDING.pop(key, "") + text
+    if "\n" not in buf:
+        _PENDING[key] = buf
+        return
+    done, _PENDING[key] = buf.rsplit("\n", 1)
     out = sys.stderr if stream == "stderr" else sys.stdout
-    out.write(text)
+    out.write("\n".join(line.rsplit("\r", 1)[-1] for line in done.split("\n")) + "\n")
     out.flush()
+
+
+def flush_relay() -> None:
+    """Print what ranks wrote without a final newline (called when a launch ends) (01, 03)."""
+    for (rank, stream), text in list(_PENDING.items()):
+        if text.strip():
+            (sys.stderr if stream == "stderr" else sys.stdout).write(text.rsplit("\r", 1)[-1] + "\n")
+    _PENDING.clear()

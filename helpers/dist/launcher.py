@@ -39,7 +39,7 @@ import torch.multiprocessing as mp
 
 from ..core.device import hardware_label
 from ..core.procs import kill_group
-from .failures import LaunchError, _Run  # noqa: F401  (LaunchError: raised here, importable from here)
+from .failures import LaunchError, _Run, flush_relay  # noqa: F401  (LaunchError: raised here, importable from here)
 from .ranks import choose_backend, local_device
 
 
@@ -238,6 +238,7 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
     finally:
         _end(procs)
         run.receive(q, wait=0.0, drain=True)
+        flush_relay()
         q.close()
         q.join_thread()
         del store

@@ -19,7 +19,7 @@ from ..core.saved import SavedTensorTracker
 from .recipe import deep_mlp, small_mlp
 
 __all__ = ["gpu_status", "gpu_status_line", "cuda_memory_summary", "cuda_memory", "allocation_walkthrough",
-           "leak_curve", "saved_bytes", "remedies", "accumulation_check", "label_out_of_range_error",
+           "leak_curve", "saved_bytes", "remedies", "half_vs_autocast", "gradscaler_demo", "accumulation_check", "label_out_of_range_error",
            "mismatched_model"]
 
 
@@ -34,7 +34,7 @@ def gpu_status_line(step: int | None = None) -> str:
     prefix = f"step {step}: " if step is not None else ""
     if not rows:
         return prefix + "no GPU (GPUtil sees none, NVML has no driver): nothing to watch"
-    return "; ".join(f"{prefix}GPU {g['index']} {g['utilization_pct']:.0f}% busy, "
+    return "; ".join(f"{prefix}GPU {g['index']} {g['utilization_pct']:.0f}% GPU-Util, "
                      f"{g['memory_used_gb']:.2f}/{g['memory_total_gb']:.1f} GB" for g in rows)
 
 
@@ -156,6 +156,68 @@ def remedies(blocks: int = 16, width: int = 256, batch: int = 512, device: str |
     out["plain_expected"] = (blocks + 1) * activation
     out["checkpoint_expected"] = int((segments + blocks / segments) * activation)
     return out
+
+
+def half_vs_autocast(blocks: int = 8, width: int = 256, batch: int = 256) -> dict:
+    """Bytes of weights and of saved activations: fp32, ``.half()`` (everything fp16) and fp16 autocast (06).
+
+    ``.half()`` halves the weights and the activations but leaves no fp32 copy to update;
+    autocast keeps fp32 weights (and makes fp16 copies of them for the matmuls) and saves fp16
+    activations for the layers it runs in fp16.
+    """
+    model = deep_mlp(blocks, width)
+    x = torch.randn(batch, width)
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    out = {"params_fp32": params, "params_half": params // 2, "saved_fp32": saved_bytes(lambda: model(x))}
+    half = deep_mlp(blocks, width).half()
+    out["saved_half"] = saved_bytes(lambda: half(x.half()))
+    with torch.autocast("cpu", dtype=torch.float16):
+        out["saved_autocast"] = saved_bytes(lambda: model(x))
+    try:  # GradScaler refuses fp16 gradients: the update must happen in fp32
+        scaler, opt = torch.amp.GradScaler("cpu"), torch.optim.SGD(half.parameters(), lr=0.1)
+        scaler.scale(half(x.half()).float().mean()).backward()
+        scaler.unscale_(opt)
+        out["half_gradscaler_error"] = ""
+    except ValueError as e:
+        out["half_gradscaler_error"] = str(e)
+    return out
+
+
+def gradscaler_demo(scale: float = 2.0**16, tiny: float = 1e-6, steps: int = 4) -> dict:
+    """What fp16 does to small gradients, and what ``GradScaler`` does about it (06).
+
+    A small MLP whose loss is multiplied by ``tiny`` (small gradients, as late in training):
+    the first layer's gradient in fp32, under fp16 autocast without scaling (underflow: zeros),
+    and with ``GradScaler`` over a few steps (``lr=0``, so the model stays the same): a scale so
+    large that some fp16 gradient overflows makes it skip the step and halve the scale.
+    """
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1))
+    x = torch.randn(8, 16)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+
+    def backward(scaler: torch.amp.GradScaler | None = None, fp16: bool = True) -> torch.Tensor:
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.float16, enabled=fp16):
+            loss = model(x).mean() * tiny
+        (scaler.scale(loss) if scaler else loss).backward()
+        return model[0].weight.grad
+
+    ref = backward(fp16=False).clone()
+    plain = backward().clone()
+    scaler, history = torch.amp.GradScaler("cpu", init_scale=scale), []
+    for _ in range(steps):
+        scale_used = scaler.get_scale()
+        backward(scaler)
+        scaler.unscale_(opt)
+        grad = model[0].weight.grad.clone()
+        found_inf = not bool(torch.isfinite(grad).all())  # what the scaler checks every gradient for
+        scaler.step(opt)  # skipped when found_inf
+        scaler.update()   # halves the scale after an overflow
+        history.append({"scale": scale_used, "overflow": found_inf,
+                        "rel_error": float((grad - ref).abs().max() / ref.abs().max()) if not found_inf else None})
+    nonzero = lambda g: float((g != 0).float().mean())  # noqa: E731
+    return {"fp32_nonzero": nonzero(ref), "fp16_nonzero": nonzero(plain), "history": history}
 
 
 def accumulation_check(batch: int = 256, steps: int = 4, width: int = 256) -> dict:

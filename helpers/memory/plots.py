@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullLocator
 from matplotlib.figure import Figure
 
 from ..core.plots import finish
@@ -43,6 +44,12 @@ def plot_batch_search(search: BatchSearch, label: str = "") -> Figure | None:
     ax.plot(range(1, len(search.tried) + 1), [b for b, _ in search.tried], color="gray", lw=0.8)
     ax.axhline(search.batch_size, color="C2", ls=":", label=f"largest that fits: {search.batch_size}")
     ax.set(xlabel="attempt", ylabel="batch size", yscale="log", title="finding the largest batch (red: out of memory)")
+    sizes = [b for b, _ in search.tried]
+    lo, hi = min(sizes), max(sizes)
+    ticks = sorted({2**k for k in range(lo.bit_length() - 1, hi.bit_length() + 1) if lo <= 2**k <= hi} | {search.batch_size})
+    ax.set_yticks(ticks, [f"{t:,}" for t in ticks])  # after the log scale: plain numbers, not 2×10³
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.set_xticks(range(1, len(sizes) + 1))
     ax.grid(alpha=0.3)
     ax.legend()
     return finish(fig, label)

@@ -5,16 +5,18 @@ training loop and the DDP worker use it too); here are the tools used directly.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
-from tqdm.auto import tqdm
 
+from ..core.bars import progress as tqdm  # tqdm.auto's bar; in Jupyter its saved output is the final state
 from ..core.device import model_device
 from ..core.files import OwnedFolder
 from ..core.train import evaluate, train_one_epoch
@@ -108,6 +110,29 @@ def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str
             "hparams": hparams, "embedding_points": 100}
 
 
+@contextlib.contextmanager
+def _native_output_silenced() -> Iterator[None]:
+    """Send what C++ code writes to the process's stdout/stderr (file descriptors 1 and 2) to /dev/null.
+
+    The profiler's own C++ layer (kineto) logs its start and stop and a warning about memory
+    allocated before it started: noise in a notebook. Python's prints are not affected beyond
+    this block.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+
+
 def profile_training(model: nn.Module, loader: DataLoader, trace_path: str | Path, steps: int = 6) -> Any:
     """Profile training steps with a wait/warmup/active schedule; write a Chrome/Perfetto trace (05)."""
     from torch.profiler import ProfilerActivity, profile, schedule
@@ -117,8 +142,9 @@ def profile_training(model: nn.Module, loader: DataLoader, trace_path: str | Pat
     trace_path = Path(trace_path)
     device = model_device(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=steps - 2), record_shapes=True,
-                 profile_memory=True, on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:
+    with _native_output_silenced(), profile(
+            activities=activities, schedule=schedule(wait=1, warmup=1, active=steps - 2), record_shapes=True,
+            profile_memory=True, on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:
         for i, (x, y) in enumerate(loader):
             if i == steps:
                 break

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+import time
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
@@ -14,7 +15,7 @@ from ..core.models import DigitsCNN, count_parameters
 from ..core.train import evaluate, train
 from .recipe import MODES, TARGET, Augmented, augmentations, make_target_model, subset
 
-__all__ = ["compare_strategies", "augmentation_grid", "augmentation_effect", "flipped_accuracy_per_class"]
+__all__ = ["compare_strategies", "augmentation_grid", "transform_cost", "augmentation_effect", "flipped_accuracy_per_class"]
 
 
 def compare_strategies(pretrained: nn.Module, shots: Sequence[int] = (5, 10, 50), steps: int = 150,
@@ -44,10 +45,24 @@ def augmentation_grid(n: int = 6, seed: int = 0) -> tuple[torch.Tensor, list[str
     x, _ = tensors(subset("train", range(10), per_class=1, seed=seed))
     x = x[:n]
     rows, names = [], []
-    for name, tf in augmentations().items():
+    for name, tf in augmentations(p_flip=1.0).items():  # flips drawn every time: the grid shows what they do
         rows.append(torch.stack([tf(img) for img in x]))
         names.append(name)
     return torch.cat(rows), names
+
+
+def transform_cost(transforms: dict[str, Callable], n: int = 500, seed: int = 0) -> list[dict]:
+    """Each transform on ``n`` digit images one by one, as a DataLoader's workers apply them: output shape, µs per image (07)."""
+    x, _ = tensors(subset("train", range(10), per_class=n // 10 + 1, seed=seed))
+    x = x[:n]
+    rows = []
+    for name, tf in transforms.items():
+        torch.manual_seed(seed)
+        tf(x[0])  # warm-up
+        t0 = time.perf_counter()
+        out = [tf(img) for img in x]
+        rows.append({"transform": name, "shape": tuple(out[0].shape), "us_per_image": (time.perf_counter() - t0) / n * 1e6})
+    return rows
 
 
 def augmentation_effect(per_class: int = 10, steps: int = 300, seeds: Sequence[int] = (0, 1, 2),

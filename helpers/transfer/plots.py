@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullLocator
 import torch
 from matplotlib.figure import Figure
 
 from ..core.plots import finish
 from .recipe import MODES
 
-__all__ = ["plot_strategies", "plot_augmentation_grid", "plot_flip_per_class"]
+__all__ = ["plot_strategies", "plot_augmentation_grid", "plot_flip_per_class", "plot_transformed"]
 
 
 def plot_strategies(rows: list[dict], label: str = "") -> Figure | None:
@@ -21,6 +22,7 @@ def plot_strategies(rows: list[dict], label: str = "") -> Figure | None:
     ax[0].set(xscale="log", xlabel="labelled images per class (digits 5–9)", ylabel="test accuracy",
               title="pretrained on digits 0–4, adapted to 5–9")
     ax[0].set_xticks(shots, [str(k) for k in shots])
+    ax[0].xaxis.set_minor_locator(NullLocator())  # no 2×10¹-style labels between them
     ax[0].legend(fontsize=7)
     ax[0].grid(alpha=0.3)
     last = [r for r in rows if r["shots"] == shots[-1]]
@@ -54,4 +56,18 @@ def plot_flip_per_class(per_class: dict[int, tuple[float, float]]) -> Figure | N
     ax.set(xticks=digits, xlabel="digit", ylabel="test accuracy", title="a mirrored 2 is not a 2")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
+    return finish(fig)
+
+
+def plot_transformed(image: torch.Tensor, transforms: dict, seed: int = 0) -> Figure | None:
+    """One digit through each transform, drawn at its output size (pixels to scale) (07)."""
+    torch.manual_seed(seed)
+    outs = {"original": image, **{name: tf(image) for name, tf in transforms.items()}}
+    fig, axes = plt.subplots(1, len(outs), figsize=(1.6 * len(outs), 2.1),
+                             gridspec_kw={"width_ratios": [o.shape[-1] for o in outs.values()]})
+    for ax, (name, out) in zip(axes, outs.items()):
+        ax.imshow(out[0], cmap="gray_r", vmin=0, vmax=1)
+        ax.set_title(f"{name}\n{out.shape[-2]}×{out.shape[-1]}", fontsize=7)
+        ax.set_xticks([])
+        ax.set_yticks([])
     return finish(fig)

@@ -20,7 +20,7 @@ from ..core.models import DigitsCNN
 from ..core.train import train
 
 __all__ = ["SOURCE", "TARGET", "subset", "pretrain_backbone", "load_pretrained", "MODES", "make_target_model",
-           "frozen_state", "imagenet_backbone", "augmentations", "Augmented"]
+           "frozen_state", "imagenet_backbone", "augmentations", "lecture_transforms", "Augmented"]
 
 
 SOURCE = (0, 1, 2, 3, 4)  # the source task: the backbone is pretrained on these digits
@@ -128,18 +128,38 @@ def imagenet_backbone() -> tuple[nn.Module | None, str]:
         return None, f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
 
 
-def augmentations() -> dict[str, Callable]:
-    """Named ``torchvision.transforms.v2`` pipelines for 1×8×8 digit tensors (07)."""
+def augmentations(p_flip: float = 0.5) -> dict[str, Callable]:
+    """Named ``torchvision.transforms.v2`` pipelines for 1×8×8 digit tensors (07).
+
+    ``p_flip``: the flips' probability (0.5 for training; 1 to draw what a flip does).
+    """
     from torchvision.transforms import v2
 
     return {
         "none": v2.Identity(),
         "rotate ±15°": v2.RandomRotation(15),
         "shift ±1 px": v2.RandomAffine(degrees=0, translate=(0.125, 0.125)),
+        "random crop (pad 1)": v2.RandomCrop(8, padding=1),
         "resized crop": v2.RandomResizedCrop(8, scale=(0.7, 1.0), ratio=(0.9, 1.1), antialias=True),
-        "rotate + shift": v2.Compose([v2.RandomRotation(10), v2.RandomAffine(degrees=0, translate=(0.125, 0.125))]),
-        "horizontal flip": v2.RandomHorizontalFlip(p=0.5),
-        "vertical flip": v2.RandomVerticalFlip(p=0.5),
+        "horizontal flip": v2.RandomHorizontalFlip(p=p_flip),
+        "vertical flip": v2.RandomVerticalFlip(p=p_flip),
+    }
+
+
+def lecture_transforms() -> dict[str, Callable]:
+    """The lecture's resizing and cropping transforms, sized for 8×8 digits (07).
+
+    ``Resize`` scales (antialiased), ``CenterCrop`` cuts the middle, ``RandomCrop`` with padding
+    shifts the digit by up to the padding; chained, they are the classic ImageNet recipe
+    (resize, then crop to the network's input size) at digit scale.
+    """
+    from torchvision.transforms import v2
+
+    return {
+        "Resize(16)": v2.Resize(16, antialias=True),
+        "CenterCrop(6)": v2.CenterCrop(6),
+        "RandomCrop(8, padding=1)": v2.RandomCrop(8, padding=1),
+        "Resize(12) → CenterCrop(8)": v2.Compose([v2.Resize(12, antialias=True), v2.CenterCrop(8)]),
     }
 
 

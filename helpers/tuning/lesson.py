@@ -13,16 +13,50 @@ NOTEBOOK = "04_hyperparameter_tuning"
 LIMIT_S = 180  # the tuning notebook's run-time limit; every other notebook's is 90 s
 
 
+def _trainable_behaviour(fn) -> str | None:
+    """The student's trainable, run with ``ray.tune.report`` recording instead of reporting to a Tuner (04).
+
+    Fast, and Ray need not run: what matters is what the function reports, and how.
+    """
+    from unittest import mock
+
+    calls: list = []
+
+    def record(metrics=None, *args, **kwargs):
+        calls.append((metrics, args, kwargs))
+
+    with mock.patch("ray.tune.report", record):
+        try:
+            fn({"x": 2.0})
+        except Exception as e:  # noqa: BLE001 (a student's bug, reported in words)
+            return f"the trainable raised {type(e).__name__}: {e}"
+    if not calls:
+        return "the trainable never called tune.report, so the Tuner would see no result"
+    if any(kw and m is None for m, _, kw in calls):
+        return "tune.report(score=...) is the old form; today it takes one dict: tune.report({'score': ...})"
+    if any(not isinstance(m, dict) for m, _, _ in calls):
+        return "pass tune.report a dict of metrics"
+    scores = [m.get("score") for m, _, _ in calls]
+    if len(calls) != 3 or scores != [2.0, 4.0, 6.0]:
+        return f"with config {{'x': 2.0}} it reported scores {scores}; expected one report per epoch for epochs 1 to 3"
+    return None
+
+
 EXERCISES = [
+    Exercise("04.trainable", "code", behaviour=_trainable_behaviour,
+             hint="One report per epoch, from inside the loop; today's API takes one dict of metrics, and the "
+                  "config's values arrive as config['x'].",
+             why="A trainable is a plain function: Tune calls it with a config and reads what it reports, epoch by "
+                 "epoch, which is what lets ASHA stop it early."),
     Exercise("04.rungs_rf2", "ints", digest="d9e20f6b1fe76fb2913bdbc1828655ca7c280fd03b1536e4da09da32f1f0f359",
-             hint="Start at grace_period and multiply by the reduction factor while you stay within max_t "
-                  "(asha_rungs computes it as Ray does).",
+             hint="The first rung is at grace_period; each next one is reduction_factor times later, as long as it "
+                  "stays within max_t.",
              why="A smaller reduction factor means more rungs: more chances to stop a weak trial."),
     Exercise("04.grid_distinct", "int", digest="a44b8cb3a3c86f77a469e6b85e9b824911d0fcf92715f5890fffd7f55bcbec76",
              hint="A grid repeats each value of one parameter for every value of the other.",
              why="Random search tries as many distinct values as it has trials."),
     Exercise("04.full_epochs", "int", digest="613e73f48e5b20534b3424cb7fac439fcb35faafaf0c842b2c7b826434f23d3f",
-             hint="Without early stopping every trial trains for max_t epochs.",
+             hint="What does one trial cost when nothing stops it early, and how many trials are there?",
              why="This is the budget ASHA's savings are measured against."),
 ]
 

@@ -15,16 +15,18 @@ __all__ = ["plot_grid_vs_random", "plot_bayes_steps", "plot_asha"]
 
 def plot_grid_vs_random(res: dict) -> Figure | None:
     """The two designs over the objective, with the 1-D projection that matters (04)."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     xs = np.linspace(0, 1, 200)
     for ax, name in zip(axes, ("grid", "random")):
         pts = np.array(res[name]["points"])
         ax.plot(xs, [toy_objective(x, 0) * 0.25 + 1.02 for x in xs], "k-", lw=1)
-        ax.scatter(pts[:, 0], pts[:, 1], c=res[name]["scores"], cmap="viridis", vmin=0, vmax=1, s=60, zorder=3)
+        dots = ax.scatter(pts[:, 0], pts[:, 1], c=res[name]["scores"], cmap="viridis", vmin=0, vmax=1, s=60, zorder=3)
         for x in pts[:, 0]:
             ax.axvline(x, color="gray", lw=0.5, alpha=0.5)
         ax.set(xlim=(0, 1), ylim=(0, 1.3), xlabel="important parameter", ylabel="unimportant parameter",
                title=f"{name}: {res[name]['distinct_important']} distinct values, best {res[name]['best']:.2f}")
+    fig.colorbar(dots, ax=list(axes), label="score of the trial",
+                 fraction=0.03, pad=0.02)
     return finish(fig)
 
 
@@ -49,16 +51,24 @@ def plot_bayes_steps(steps: list[dict], f: Callable = toy_1d) -> Figure | None:
     return finish(fig)
 
 
-def plot_asha(asha: dict, full: dict, rungs: list[int]) -> Figure | None:
+def plot_asha(asha: dict, full: dict, rungs: list[int], label: str = "") -> Figure | None:
     """Every trial's learning curve under ASHA (stopped ones end early) next to full runs (04)."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    max_t = max(len(c) for c in full["curves"])
     for ax, res, title in ((axes[0], asha, "ASHA"), (axes[1], full, "every trial to the end")):
         for c in res["curves"]:
-            ax.plot(range(1, len(c) + 1), c, "o-", ms=3, lw=1, alpha=0.8)
+            done = len(c) == max_t
+            ax.plot(range(1, len(c) + 1), c, "o-", ms=3, lw=1, alpha=0.8 if done else 0.5,
+                    color="C0" if done else "gray")
         for r in rungs:
-            if r < max(len(c) for c in full["curves"]):  # a rung at max_t compares nothing: every trial stops there
-                ax.axvline(r, color="gray", ls=":", lw=1)
+            if r < max_t:  # a rung at max_t compares nothing: every trial stops there
+                ax.axvline(r, color="C3", ls=":", lw=1)
         ax.set(title=f"{title}: {res['epochs']} epochs, best {res['best_accuracy']:.3f}", xlabel="epoch")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("validation accuracy")
-    return finish(fig)
+    from matplotlib.lines import Line2D
+    axes[0].legend(handles=[Line2D([], [], color="C0", marker="o", ms=3, label=f"trained to max_t = {max_t}"),
+                            Line2D([], [], color="gray", marker="o", ms=3, label="stopped at a rung"),
+                            Line2D([], [], color="C3", ls=":", label="rung: trials compared here")],
+                   fontsize=7, loc="lower right")
+    return finish(fig, label)
