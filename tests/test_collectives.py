@@ -78,3 +78,25 @@ def test_scratch_ddp_equals_ddp():
     with pytest.raises(ValueError, match="'ddp'"):
         run_scratch_ddp(variants=("bucketed",))
     assert torch.get_num_threads() >= 1
+
+
+def all_to_all_without_backend_support(rank, world_size):
+    """all_to_all where the backend refuses it (gloo in torch 2.11): the isend/recv path (module level: ranks import it)."""
+    import torch.distributed as dist
+
+    from helpers.collectives import instruments
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("Backend gloo does not support alltoall")
+
+    dist.all_to_all = refuse
+    outputs = [torch.empty(1) for _ in range(world_size)]
+    how = instruments.all_to_all(outputs, [torch.tensor([10.0 * rank + j]) for j in range(world_size)])
+    return how, [o.item() for o in outputs]
+
+
+def test_all_to_all_falls_back_to_point_to_point_where_the_backend_lacks_it():
+    from helpers.dist import launch
+    res = launch(all_to_all_without_backend_support, nprocs=3, verbose=False)
+    assert all(how == "isend/recv" for how, _ in res)
+    assert [vals for _, vals in res] == [[10.0 * j + r for j in range(3)] for r in range(3)]

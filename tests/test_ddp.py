@@ -46,3 +46,14 @@ def test_two_torchrun_nodes_meet_on_loopback_and_each_rank_uses_its_local_rank(t
                            timeout=120)
     assert "rank 0: node 0, local rank 0" in out and "rank 1: node 1, local rank 0" in out
     assert "validation accuracy on every rank" in out
+
+
+def test_simulated_nodes_on_one_machine_never_share_a_gpu(monkeypatch):
+    """Two torchrun "nodes" on one machine: each its own GPUs, or the CPU (nccl refuses two ranks on one GPU)."""
+    from helpers.dist import torchrun
+    monkeypatch.setattr(torchrun, "gpu_count", lambda: 1)
+    assert torchrun._node_gpus(0, 2, 1) == torchrun._node_gpus(1, 2, 1) == {"CUDA_VISIBLE_DEVICES": ""}
+    monkeypatch.setattr(torchrun, "gpu_count", lambda: 4)
+    assert [torchrun._node_gpus(k, 2, 2) for k in range(2)] == [{"CUDA_VISIBLE_DEVICES": "0,1"},
+                                                                {"CUDA_VISIBLE_DEVICES": "2,3"}]
+    assert torchrun._node_gpus(0, 1, 4) == {}

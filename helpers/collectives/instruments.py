@@ -18,7 +18,7 @@ from ..dist.launcher import check_importable, launch
 from ..dist.ranks import agree, local_device
 from .recipe import _exchange, owned_chunk, ring_all_reduce, ring_all_reduce_naive, ring_reduce_scatter
 
-__all__ = ["COLLECTIVES", "collectives_worker", "run_collectives", "ring_check_worker", "run_ring_check",
+__all__ = ["COLLECTIVES", "all_to_all", "collectives_worker", "run_collectives", "ring_check_worker", "run_ring_check",
            "reduce_scatter_check_worker", "run_reduce_scatter_check", "sweep_worker", "run_sweep", "fit_alpha_beta",
            "alpha_beta_time", "two_point_alpha_beta", "bus_bandwidth", "ring_model_time", "SWEEP_SIZES"]
 
@@ -26,13 +26,37 @@ COLLECTIVES = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatte
 SWEEP_SIZES = tuple(4**k * 2**10 for k in range(8))  # 1 KiB, 4 KiB, … 16 MiB
 
 
+def all_to_all(outputs: list[torch.Tensor], inputs: list[torch.Tensor]) -> str:
+    """``dist.all_to_all``, or the same exchange with ``isend``/``recv`` where the backend lacks it (08).
+
+    gloo has all-to-all only in recent torch (2.11 refuses it); the result is the same: rank r's
+    ``outputs[j]`` is rank j's ``inputs[r]``. Returns how it was done.
+    """
+    try:
+        dist.all_to_all(outputs, inputs)
+        return "all_to_all"
+    except RuntimeError as e:
+        if "does not support" not in str(e):
+            raise
+    rank = dist.get_rank()
+    sends = [dist.isend(inputs[j], j) for j in range(len(inputs)) if j != rank]
+    for j in range(len(outputs)):
+        if j == rank:
+            outputs[j].copy_(inputs[j])
+        else:
+            dist.recv(outputs[j], j)
+    for req in sends:
+        req.wait()
+    return "isend/recv"
+
+
 def collectives_worker(rank: int, world_size: int) -> dict:
     """Run each collective once on small tensors; return what this rank held before and after (08).
 
     Rank ``r`` starts with ``[10r, 10r + 1, …]`` (one value per rank), so every number says where it
     came from. ``reduce`` defines the result on its destination only (rank 0): the other ranks'
-    ``after`` is None. The list forms (``all_gather``, ``reduce_scatter``, ``all_to_all``) are used:
-    gloo supports them all in torch 2.4 and later.
+    ``after`` is None. The list forms (``all_gather``, ``reduce_scatter``, ``all_to_all``) are used;
+    where gloo lacks all-to-all (older torch), :func:`all_to_all` does it with ``isend``/``recv``.
     """
     dev, n = local_device(), world_size
     start = (10.0 * rank + torch.arange(n, dtype=torch.float32)).to(dev)
@@ -56,7 +80,7 @@ def collectives_worker(rank: int, world_size: int) -> dict:
             dist.reduce_scatter(t, list(start.clone().chunk(n)))
         elif op == "all_to_all":
             parts = [torch.empty(1, device=dev) for _ in range(n)]
-            dist.all_to_all(parts, list(start.clone().chunk(n)))
+            all_to_all(parts, list(start.clone().chunk(n)))
             t = torch.cat(parts)
         after = None if (op == "reduce" and rank != 0) else t.cpu().tolist()
         out[op] = {"before": before.cpu().tolist(), "after": after}

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 
+from ..core.device import gpu_count
 from ..core.procs import kill_group, watch_parent
 
 
@@ -32,6 +33,20 @@ def torchrun_command(nproc: int = 2, nnodes: int = 1, endpoint: str | None = Non
     return cmd + ["-m", "helpers.ddp.script", *script_args]
 
 
+def _node_gpus(node: int, nnodes: int, nproc: int) -> dict[str, str]:
+    """The GPUs a simulated node may see, so that "nodes" on one machine never share a GPU (03).
+
+    Real nodes each have their own GPUs, and local rank r uses cuda:r on its node. Several nodes
+    on one machine would all pick cuda:0 (nccl refuses two ranks on one GPU), so each gets its own
+    slice of the GPUs through CUDA_VISIBLE_DEVICES, or none (the CPU, gloo) if there are too few.
+    """
+    if nnodes == 1:
+        return {}
+    if gpu_count() >= nnodes * nproc:
+        return {"CUDA_VISIBLE_DEVICES": ",".join(str(node * nproc + i) for i in range(nproc))}
+    return {"CUDA_VISIBLE_DEVICES": ""}
+
+
 def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: float = 90, nnodes: int = 1) -> str:
     """Run the course's DDP script with torchrun and return what it printed (03).
 
@@ -48,8 +63,9 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
     cmd = torchrun_command(nproc, nnodes=nnodes, endpoint=endpoint, script_args=script_args)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     outs = [tempfile.TemporaryFile("w+") for _ in range(nnodes)]
-    agents = [subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
-              for out in outs]
+    agents = [subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True, env={**env, **_node_gpus(k, nnodes, nproc)},
+                               start_new_session=True)
+              for k, out in enumerate(outs)]
     watchdog = watch_parent(groups=[a.pid for a in agents])  # if this kernel dies, the agents and workers go too
     deadline = time.monotonic() + timeout
     try:
