@@ -4,7 +4,6 @@ from __future__ import annotations
 from ..core.checks import Exercise
 from ..dist.launcher import describe_launch
 from .instruments import SWEEP_SIZES, run_reduce_scatter_check, run_sweep
-from .recipe import owned_chunk
 from .scratch_ddp import run_scratch_ddp
 
 
@@ -46,9 +45,9 @@ EXERCISES = [
                   "into chunk r − s − 1 (indices modulo n). Receive into a separate buffer, then add it.",
              why="n − 1 steps of size/n: half of the ring all-reduce, and on its own the collective FSDP and ZeRO-2 "
                  "use to shard gradients."),
-    Exercise("08.owned_chunk_r0_n4", "int", compute=lambda: owned_chunk(0, 4),
+    Exercise("08.owned_chunk_r2_n5", "int", digest="95bbde8983b116dd877be9e1eb32a9d13257b64860ff7d264a45ba02d30bafe0",
              hint="Follow one chunk: at each step a rank adds what arrives from its left neighbour and passes it on. "
-                  "Which chunk has gathered all four contributions when it reaches rank 0?",
+                  "Which chunk has gathered all five contributions when it reaches rank 2?",
              why="Each rank ends up owning a different chunk, which is exactly what all-gather then passes round."),
 ]
 

@@ -43,13 +43,15 @@ EXERCISES = [
              hint="One SummaryWriter call per metric: its name is the tag, its value the scalar, and the epoch the "
                   "step.",
              why="TensorBoard's reader sees exactly what you wrote: one point per epoch per tag, in one run."),
-    Exercise("05.scalar_points", "int", digest="e3c42f74094f8f4044fb4d9161be1ab7e753821fc303e97b5196fe7dbbb3a5be",
-             hint="How often does write_all_summaries call add_scalar for one tag?",
-             why="One point per call: the step you pass is the x axis."),
-    Exercise("05.add_scalars_runs", "int", digest="c540308f6bc251a19b79189e16336ae92ff9ec9f55dbaf7168270fc6b135ef5e",
-             hint="add_scalars writes each key of its dictionary as a run of its own.",
-             why="That is why TensorBoard lists loss_train and loss_val as runs beside '.'."),
-    Exercise("05.profiler_steps", "int", digest="7b0607b319319e3059a48bb74f283384ab619d50f03ceabc508d6e77cf6c0281",
-             hint="wait and warmup steps are run but not recorded.",
-             why="Warm-up keeps the profiler's own start-up cost out of the numbers."),
+    Exercise("05.scalar_points_10x2", "int", digest="b529a78d5955d37374d937e544992e0fb2729cb01b2705f3024f657bd69a7bdd",
+             hint="Each add_scalar call writes one point of one tag; count the calls.",
+             why="One point per call: the step you pass is the x axis, and each tag is its own curve."),
+    Exercise("05.add_scalars_runs_3", "int", digest="d66a7f4510a8b563272f24c4e1d0b4c5efe7b76a9b80a3d7b26d976fe8d15d44",
+             hint="Look at the runs TensorBoard listed after write_all_summaries: where did loss_train and loss_val "
+                  "come from?",
+             why="add_scalars writes each key as a run of its own, beside the writer's run '.'."),
+    Exercise("05.profiler_steps_repeat2", "int", digest="37107b44811793be92700f87be7faaac98405d1b310cc9740cd9c85f0dd3abfb",
+             hint="One cycle is wait + warmup + active steps, and only the active ones are recorded; repeat says how "
+                  "many cycles run.",
+             why="Warm-up keeps the profiler's own start-up cost out of the numbers; repeat samples several windows."),
 ]

@@ -35,14 +35,14 @@ def _partition_behaviour(fn: Callable) -> str | None:
 
 
 EXERCISES = [
-    Exercise("09.replica_gb_7b", "int", digest="fb5699b8c23ffb357cef9a466222a15deda68322b6283867447c7027ca0a841a",
+    Exercise("09.replica_gb_13b", "int", digest="b2b31f2bb4f464b76a5e9e8f2c3280d22d62cf33716082628b15ec9b642f8b9d",
              hint="Mixed precision with Adam: add up the bytes per parameter of the weights, the gradients, the fp32 "
-                  "master copy and Adam's two moments, then multiply by 7 billion (answer in GB, 10⁹ bytes).",
-             why="16 bytes per parameter before a single activation: no 80 GB GPU holds a 7B model's training state."),
-    Exercise("09.zero3_gb_7b_8", "int", digest="9c0f1749b9df80996a03f269cd8c4488b4ec657a176f2021faa1ab12f81b7bb7",
+                  "master copy and Adam's two moments, then multiply by 13 billion (answer in GB, 10⁹ bytes).",
+             why="16 bytes per parameter before a single activation: no single GPU holds a 13B model's training state."),
+    Exercise("09.zero3_gb_13b_16", "int", digest="6f06352e3668f70c8b52430dacd5658fe582a680e96f7ec3003371c4c7a41d7f",
              hint="ZeRO-3 divides all three parts by the number of GPUs (answer in GB).",
-             why="Sharded eight ways the state fits an 80 GB GPU with room for activations; ZeRO-1 alone would leave "
-                 "the 28 GB of weights and gradients whole on every GPU."),
+             why="Sharded sixteen ways the state fits a 40 GB GPU with room for activations; ZeRO-1 alone would leave "
+                 "the 52 GB of half-precision weights and gradients whole on every GPU."),
     Exercise("09.zero1_partition", "code", behaviour=_partition_behaviour,
              hint="ZeroRedundancyOptimizer never cuts a tensor: it sorts them from largest to smallest and gives each "
                   "to the rank that holds the fewest elements so far (the lowest rank on a tie).",
