@@ -4,7 +4,8 @@ Import name ``helpers``; distribution name ``beyond-one-gpu``. The folders show 
 and what belongs to one notebook:
 
 - ``core/``: the shared core: devices, data, models, the one training loop, measuring, plots,
-  showing code, the self-check registry, the one logger. It imports no lesson.
+  showing code, the self-check registry, the one logger, the language messages are said in
+  (``set_language``). It imports no lesson.
 - ``dist/``: distributed plumbing: the backend and local-rank rules, the notebook launcher, demo
   workers, torchrun and Ray on this machine.
 - one package per notebook (a *lesson*): ``setup`` (00), ``pipeline`` (01), ``data_parallel``
@@ -27,6 +28,7 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .core.checks import check  # noqa: E402  (after the environment default above)
 from .core.data import digits_batch, load_datasets, make_loaders  # noqa: E402
+from .core.i18n import get_language, set_language  # noqa: E402
 from .core.device import (device_table, get_device, gpu_count, hardware_label, list_devices,  # noqa: E402
                           model_device, physical_cores)
 from .core.measure import Timer, max_abs_diff, seed_everything, torch_threads  # noqa: E402
@@ -39,4 +41,4 @@ __version__ = "0.2.0"
 __all__ = ["check", "digits_batch", "load_datasets", "make_loaders", "device_table", "get_device", "gpu_count",
            "hardware_label", "list_devices", "model_device", "physical_cores", "Timer", "max_abs_diff",
            "seed_everything", "torch_threads", "MLP", "DigitsCNN", "build_model", "count_parameters", "show",
-           "History", "evaluate", "train"]
+           "History", "evaluate", "train", "get_language", "set_language"]

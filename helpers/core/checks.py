@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
+from .i18n import exercise_text, tr
+
 
 _SALT = "beyond-one-gpu/self-check/v1"
 
@@ -71,7 +73,7 @@ def _number(value: Any) -> float | int:
     overriding ``__eq__`` or ``__float__``.
     """
     if isinstance(value, bool):
-        raise NotAnAnswer("a True/False is not a number here")
+        raise NotAnAnswer(tr("check.bool", "a True/False is not a number here"))
     if isinstance(value, int):
         return int.__index__(value)
     if isinstance(value, float):
@@ -86,7 +88,7 @@ def _number(value: Any) -> float | int:
         item = value.item()
     if type(item) in (int, float):
         return item
-    raise NotAnAnswer(f"expected a number, got {type(value).__name__}")
+    raise NotAnAnswer(tr("check.not_number", "expected a number, got {type}", type=type(value).__name__))
 
 
 def _sequence(value: Any) -> list:
@@ -97,24 +99,24 @@ def _sequence(value: Any) -> list:
         items = value.tolist()
         if isinstance(items, list):
             return items
-    raise NotAnAnswer(f"expected a list of numbers, got {type(value).__name__}")
+    raise NotAnAnswer(tr("check.not_list", "expected a list of numbers, got {type}", type=type(value).__name__))
 
 
 def normal_form(value: Any, kind: str, digits: int = 2) -> str:
     """The text an answer is compared by: ints exactly, other numbers at ``digits`` significant digits (all notebooks)."""
     if kind == "text":
         if type(value) is not str:
-            raise NotAnAnswer(f"expected a text, got {type(value).__name__}")
+            raise NotAnAnswer(tr("check.not_text", "expected a text, got {type}", type=type(value).__name__))
         return " ".join(value.lower().split())
     if kind in ("ints", "numbers"):
         return "[" + ",".join(normal_form(v, kind[:-1] if kind == "ints" else "number", digits)
                               for v in _sequence(value)) + "]"
     x = _number(value)
     if not math.isfinite(x):
-        raise NotAnAnswer("expected a finite number")
+        raise NotAnAnswer(tr("check.not_finite", "expected a finite number"))
     if kind == "int":
         if x != int(x):
-            raise NotAnAnswer("expected a whole number")
+            raise NotAnAnswer(tr("check.not_whole", "expected a whole number"))
         return str(int(x))
     return f"{float(x):.{digits}g}"
 
@@ -169,34 +171,42 @@ def verify(exercise: str, answer: Any) -> tuple[bool, str]:
     if exercise not in _REGISTRY:
         _discover()
     if exercise not in _REGISTRY:
-        raise KeyError(f"no exercise called {exercise!r}; the ids look like '00.cores' "
-                       f"(known: {', '.join(sorted(_REGISTRY))})")
+        raise KeyError(tr("check.unknown", "no exercise called {exercise!r}; the ids look like '00.cores' (known: {known})",
+                          exercise=exercise, known=", ".join(sorted(_REGISTRY))))
     ex = _REGISTRY[exercise]
-    precision = f" (to {ex.digits} significant digits)" if ex.kind in ("number", "numbers") else ""
+    hint, why = exercise_text(ex.id, "hint", ex.hint), exercise_text(ex.id, "why", ex.why)
+    precision = (tr("check.precision", " (to {digits} significant digits)", digits=ex.digits)
+                 if ex.kind in ("number", "numbers") else "")
     if answer is None or answer is ... or (isinstance(answer, str) and not answer.strip()):
-        return False, f"⏳ {exercise}: not answered yet — replace None with your answer{precision}. Hint: {ex.hint}"
+        return False, tr("check.unanswered", "⏳ {id}: not answered yet — replace None with your answer{precision}. "
+                         "Hint: {hint}", id=exercise, precision=precision, hint=hint)
     if ex.kind == "code":
-        return _verify_code(ex, answer)
+        return _verify_code(ex, answer, hint, why)
     try:
         given = ex.normal(answer)
     except NotAnAnswer as e:
-        return False, f"❌ {exercise}: {e}{precision}. Hint: {ex.hint}"
+        return False, tr("check.unreadable", "❌ {id}: {problem}{precision}. Hint: {hint}",
+                         id=exercise, problem=e, precision=precision, hint=hint)
     if digest(ex.id, given) == ex.expected_digest():
-        return True, f"✅ {exercise}: correct!" + (f" {ex.why}" if ex.why else "")
-    return False, f"❌ {exercise}: not quite{precision}. Hint: {ex.hint}"
+        return True, tr("check.correct", "✅ {id}: correct!", id=exercise) + (f" {why}" if why else "")
+    return False, tr("check.wrong", "❌ {id}: not quite{precision}. Hint: {hint}", id=exercise, precision=precision,
+                     hint=hint)
 
 
-def _verify_code(ex: Exercise, fn: Any) -> tuple[bool, str]:
+def _verify_code(ex: Exercise, fn: Any, hint: str, why: str) -> tuple[bool, str]:
     """Run the student's function against the reference behaviour; their exceptions become hints."""
     if not callable(fn):
-        return False, f"❌ {ex.id}: expected your function (its name, without calling it). Hint: {ex.hint}"
+        return False, tr("check.not_function", "❌ {id}: expected your function (its name, without calling it). "
+                         "Hint: {hint}", id=ex.id, hint=hint)
     try:
         problem = ex.behaviour(fn)
     except Exception as e:  # the student's code raised: say what, and where to look
-        return False, f"❌ {ex.id}: your function raised {type(e).__name__}: {e}. Hint: {ex.hint}"
+        return False, tr("check.raised", "❌ {id}: your function raised {error}: {message}. Hint: {hint}",
+                         id=ex.id, error=type(e).__name__, message=e, hint=hint)
     if problem:
-        return False, f"❌ {ex.id}: {problem}. Hint: {ex.hint}"
-    return True, f"✅ {ex.id}: it behaves as the reference does." + (f" {ex.why}" if ex.why else "")
+        return False, tr("check.behaves_differently", "❌ {id}: {problem}. Hint: {hint}", id=ex.id, problem=problem,
+                         hint=hint)
+    return True, tr("check.behaves", "✅ {id}: it behaves as the reference does.", id=ex.id) + (f" {why}" if why else "")
 
 
 def check(exercise: str, answer: Any) -> None:

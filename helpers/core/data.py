@@ -13,6 +13,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
+from .i18n import tr as _tr
+
 
 DATASETS = ("digits", "mnist", "cifar10")
 SPLIT_SIZES = {"digits": (1257, 270, 270)}  # train / val / test
@@ -50,11 +52,11 @@ def load_digits_arrays(path: str | Path | None = None) -> tuple[np.ndarray, np.n
     """The raw digits as ``(images uint8 [1797, 8, 8] in 0..16, labels int64 [1797])`` (00)."""
     path = Path(path).expanduser() if path is not None else data_dir() / "digits.npz"
     if not path.is_file():
-        raise FileNotFoundError(
-            f"course data not found at {path}. Run from a clone of the course repository "
-            "(pip install -e . there), or set BEYOND_ONE_GPU_DATA to the folder holding digits.npz.")
-    fix = (f"the course data at {path} is damaged; restore it with `git checkout -- data/digits.npz` in the course "
-           "folder (or clone the course again)")
+        raise FileNotFoundError(_tr(
+            "data.not_found", "course data not found at {path}. Run from a clone of the course repository "
+            "(pip install -e . there), or set BEYOND_ONE_GPU_DATA to the folder holding digits.npz.", path=path))
+    fix = _tr("data.damaged", "the course data at {path} is damaged; restore it with `git checkout -- data/digits.npz` "
+              "in the course folder (or clone the course again)", path=path)
     try:
         with np.load(path, allow_pickle=False) as f:  # never unpickle: the file holds plain arrays only
             images, labels = f["images"], f["labels"]
@@ -75,7 +77,8 @@ def load_datasets(name: str = "digits", seed: int = 0, download: bool = False,
     network (Colab); their validation split is the last 10 % of the training set.
     """
     if not isinstance(name, str) or name.lower() not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; choose one of {DATASETS} ('digits' works offline)")
+        raise ValueError(_tr("data.unknown", "unknown dataset {name!r}; choose one of {datasets} ('digits' works offline)",
+                             name=name, datasets=DATASETS))
     name = name.lower()
     if name == "digits":
         images, labels = load_digits_arrays(None if root is None else Path(root) / "digits.npz")

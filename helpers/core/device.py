@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .i18n import tr
+
 
 @dataclass
 class DeviceInfo:
@@ -179,15 +181,17 @@ def get_device(name: str | None = None) -> torch.device:
     try:
         dev = torch.device(name)
     except RuntimeError as e:
-        raise ValueError(f"{name!r} is not a device string; use one of {present}") from e
+        raise ValueError(tr("device.bad_string", "{name!r} is not a device string; use one of {present}",
+                            name=name, present=present)) from e
     if dev.type == "cuda":
         idx = 0 if dev.index is None else dev.index
         if idx >= gpu_count():
-            raise ValueError(f"device {name!r} does not exist here ({gpu_count()} CUDA GPU(s)); "
-                             f"use one of {present}, or get_device() to pick the best one")
+            raise ValueError(tr("device.no_such_gpu", "device {name!r} does not exist here ({gpus} CUDA GPU(s)); "
+                                "use one of {present}, or get_device() to pick the best one",
+                                name=name, gpus=gpu_count(), present=present))
         return torch.device("cuda", idx)
     if dev.type == "mps" and "mps" not in present:
-        raise ValueError(f"device 'mps' does not exist here; use one of {present}")
+        raise ValueError(tr("device.no_mps", "device 'mps' does not exist here; use one of {present}", present=present))
     if dev.type not in ("cpu", "cuda", "mps"):
         raise ValueError(f"device type {dev.type!r} is not used in this course; use one of {present}")
     return dev

@@ -38,6 +38,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from ..core.device import hardware_label
+from ..core.i18n import tr
 from ..core.procs import kill_group
 from .failures import LaunchError, _Run, flush_relay  # noqa: F401  (LaunchError: raised here, importable from here)
 from .ranks import choose_backend, local_device
@@ -55,10 +56,12 @@ def check_importable(fn: Callable) -> None:
     qualname = getattr(fn, "__qualname__", "")
     interactive_main = module == "__main__" and not hasattr(sys.modules.get("__main__"), "__file__")
     if interactive_main or "<locals>" in qualname or "<lambda>" in qualname:
-        raise ValueError(
-            f"{qualname or fn!r} is defined in a notebook cell (module __main__) or inside another function, so a "
+        raise ValueError(tr(
+            "launch.not_importable",
+            "{fn} is defined in a notebook cell (module __main__) or inside another function, so a "
             "spawned process cannot import it (it would fail with \"Can't get attribute ... on <module '__main__'\"). "
-            "Put it in a file, e.g. with %%writefile my_worker.py, then `from my_worker import ...`.")
+            "Put it in a file, e.g. with %%writefile my_worker.py, then `from my_worker import ...`.",
+            fn=repr(qualname or fn)))
 
 
 class _Relay(io.TextIOBase):
@@ -160,10 +163,11 @@ def _end(procs: list) -> None:
 
 def _refuse_during_bootstrap() -> None:
     if getattr(multiprocessing.current_process(), "_inheriting", False):
-        raise RuntimeError(
+        raise RuntimeError(tr(
+            "launch.during_bootstrap",
             "launch() was called while this process was itself being started by launch(): your script calls "
             "launch() when it is imported. spawn imports the script again in every new process, so put the call "
-            "under `if __name__ == \"__main__\":`.")
+            "under `if __name__ == \"__main__\":`."))
 
 
 def _check_run_arguments(threads: int, timeout: float) -> None:
@@ -231,10 +235,11 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
                 raise run.diagnose({r: p.exitcode for r, p in enumerate(procs)})
             if time.monotonic() > deadline:
                 running = [r for r in range(nprocs) if r not in run.results]
-                raise TimeoutError(
-                    f"launch did not finish within {timeout:g} s; rank(s) {running} still running were ended. "
+                raise TimeoutError(tr(
+                    "launch.timeout",
+                    "launch did not finish within {timeout:g} s; rank(s) {running} still running were ended. "
                     "A rank may be waiting in a collective (send/recv, all_reduce) that another rank never "
-                    "reaches; raise timeout= if the work is just slow.")
+                    "reaches; raise timeout= if the work is just slow.", timeout=timeout, running=running))
     finally:
         _end(procs)
         run.receive(q, wait=0.0, drain=True)

@@ -1,0 +1,79 @@
+"""The course's language for what ``helpers`` tells a student: English, or Korean (all notebooks, notebooks/ko).
+
+One setting: ``helpers.set_language("ko")`` (the Korean notebooks' setup cell calls it), or the
+environment variable ``COURSE_LANG=ko`` before starting Jupyter. :func:`set_language` also sets
+the variable, so processes the notebook launches (ranks, Ray trials) speak the same language.
+
+Messages are written in English at the place that says them, as ``tr(key, english, **fields)``;
+their translations live in ``i18n/<lang>/messages.json`` at the course's root: ``"messages"``
+(a template per key, with the same ``{fields}``) and ``"exercises"`` (``{"hint", "why"}`` per
+exercise id). A message with no translation is said in English.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+LANGUAGES = ("en", "ko")
+ENV = "COURSE_LANG"
+MESSAGES_DIR = Path(__file__).resolve().parent.parent.parent / "i18n"
+
+_cache: dict[str, tuple[float, dict]] = {}
+
+
+def _normal(lang: Any, where: str) -> str:
+    code = lang.strip().replace("_", "-").split("-")[0].lower() if isinstance(lang, str) else None
+    if code not in LANGUAGES:
+        raise ValueError(f"{where}{lang!r} is not a language of the course; use one of {list(LANGUAGES)}, "
+                         f"e.g. helpers.set_language('ko') for Korean or helpers.set_language('en') for English")
+    return code
+
+
+def set_language(lang: str) -> None:
+    """Make ``helpers`` speak ``lang`` (``"en"`` or ``"ko"``), here and in processes launched later (all notebooks)."""
+    os.environ[ENV] = _normal(lang, "")
+
+
+def get_language() -> str:
+    """The course's language now: :func:`set_language`'s, else ``$COURSE_LANG``, else ``"en"`` (all notebooks)."""
+    value = os.environ.get(ENV, "").strip()
+    return _normal(value, f"the environment variable {ENV}=") if value else "en"
+
+
+def messages(lang: str | None = None) -> dict:
+    """The translations of ``lang`` (default: the current one), from ``i18n/<lang>/messages.json`` (all notebooks)."""
+    lang = lang or get_language()
+    if lang == "en":
+        return {}
+    path = MESSAGES_DIR / lang / "messages.json"
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:  # a copy of helpers without the i18n folder: speak English rather than fail
+        return {}
+    if lang not in _cache or _cache[lang][0] != mtime:
+        try:
+            _cache[lang] = (mtime, json.loads(path.read_text(encoding="utf-8")))
+        except ValueError:  # a damaged translation file (tests/test_i18n.py says so): speak English
+            _cache[lang] = (mtime, {})
+    return _cache[lang][1]
+
+
+def tr(key: str, default: str, **fields: Any) -> str:
+    """The message ``key`` in the course's language, ``{fields}`` filled in; ``default`` is English (all notebooks)."""
+    template = messages().get("messages", {}).get(key, default)
+    if not fields:
+        return template
+    try:
+        return template.format(**fields)
+    except (KeyError, IndexError, ValueError):  # a translation with other fields: say it in English, not fail
+        return default.format(**fields)
+
+
+def exercise_text(exercise_id: str, field: str, default: str) -> str:
+    """An exercise's ``"hint"`` or ``"why"`` in the course's language; ``default`` is the English (all notebooks)."""
+    if not default:
+        return default
+    entry = messages().get("exercises", {}).get(exercise_id, {})
+    return default if entry.get("todo") else entry.get(field) or default

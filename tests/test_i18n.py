@@ -1,0 +1,257 @@
+"""The Korean edition (notebooks/ko, i18n/): fresh, generated, the English code and outputs, Korean text, and
+``helpers`` speaking Korean when asked.
+
+The Korean notebooks are not run by nbval: they hold the English notebooks' code and stored outputs
+(asserted here), and pyproject.toml's ``norecursedirs`` leaves notebooks/ko out of collection
+(also asserted here), so the suite runs each notebook once.
+"""
+import ast
+import functools
+import json
+import os
+import re
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import ROOT
+from helpers.core import checks
+from helpers.core import i18n as lang
+
+sys.path.insert(0, str(ROOT))  # i18n/ (the generator) is a folder of the course, not an installed package
+from i18n import build  # noqa: E402
+
+NOTEBOOKS = build.english_notebooks()
+HANGUL_SHARE = 0.5   # of the words outside code, math and link targets
+
+
+@functools.lru_cache(maxsize=None)
+def _english(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+@functools.lru_cache(maxsize=None)
+def _rendered(path: Path) -> str:
+    return build.render(path)
+
+
+@pytest.fixture
+def language():
+    """Set the course language for one test; English again afterwards."""
+    before = os.environ.get(lang.ENV)
+    yield lang.set_language
+    if before is None:
+        os.environ.pop(lang.ENV, None)
+    else:
+        os.environ[lang.ENV] = before
+
+
+def test_there_is_a_korean_notebook_for_every_english_one():
+    assert NOTEBOOKS
+    missing = [p.name for p in NOTEBOOKS if not build.output_path(p).exists()]
+    assert not missing, f"no notebooks/ko/ version of {missing}; run `python -m i18n.build`"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_markdown_cell_has_a_fresh_translation(path):
+    bad = build.problems(path)
+    assert not bad, (f"{path.name}: cells without a current Korean translation: "
+                     + ", ".join(f"{cell} ({state})" for cell, state in bad)
+                     + "; see `python -m i18n.build --check` and i18n/README.md")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_committed_korean_notebook_is_what_the_generator_makes_now(path):
+    out = build.output_path(path)
+    assert out.exists() and out.read_text(encoding="utf-8") == _rendered(path), \
+        f"{out.relative_to(ROOT)} is out of date (or edited by hand); run `python -m i18n.build`"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_korean_code_cells_and_outputs_are_the_english_ones(path):
+    en = _english(path)
+    ko = nbformat.reads(build.output_path(path).read_text(encoding="utf-8"), as_version=4)
+    assert [(c.id, c.cell_type) for c in ko.cells] == [(c.id, c.cell_type) for c in en.cells], \
+        f"{path.name}: the Korean notebook's cells are not the English ones; run `python -m i18n.build`"
+    codes = [(e, k) for e, k in zip(en.cells, ko.cells) if e.cell_type == "code"]
+    setup_en, setup_ko = codes[0]
+    assert setup_ko.source == setup_en.source + build.LANGUAGE_LINE.format(lang="ko")
+    assert {**setup_ko, "source": ""} == {**setup_en, "source": ""}
+    for e, k in codes[1:]:
+        assert k == e, f"{path.name}: code cell {e.id} differs from the English one"
+
+
+def hangul_share(markdown: str) -> float:
+    """The share of Hangul words among the words of ``markdown`` outside code, math, link targets and HTML tags."""
+    text = re.sub(r"```.*?```", " ", markdown, flags=re.S)
+    text = re.sub(r"`[^`\n]*`", " ", text)
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+    text = re.sub(r"\$[^$\n]*\$", " ", text)
+    text = re.sub(r"\]\([^)\s]*\)", "]", text)
+    text = re.sub(r"https?://\S+|<[^>]*>", " ", text)
+    hangul, latin = len(re.findall(r"[\uac00-\ud7a3]+", text)), len(re.findall(r"[A-Za-z]+", text))
+    return hangul / max(1, hangul + latin)
+
+
+def test_the_hangul_measure_tells_korean_from_english():
+    assert hangul_share("파이프라인 병렬화(pipeline parallelism)는 `torch.distributed.pipelining`로 합니다.") >= 0.5
+    assert hangul_share("Pipeline parallelism splits the model into stages (`nn.Sequential`).") == 0
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_translations_are_mostly_hangul_outside_code_and_math(path):
+    entries = build.load_translations(path)
+    markdown = [c for c in _english(path).cells if c.cell_type == "markdown"]
+    low = {c.id: round(hangul_share(build.text_of(entries[c.id])), 2) for c in markdown if c.id in entries}
+    low = {cell: share for cell, share in low.items() if share < HANGUL_SHARE}
+    assert not low, f"{path.name}: cells that are not mostly Korean (Hangul share of words): {low}"
+
+
+def markdown_structure(markdown: str) -> dict:
+    """What a translation must keep: fenced code, heading levels, URLs, table rows, math."""
+    rest = re.sub(r"```.*?```", " ", markdown, flags=re.S)
+    return {"code blocks": re.findall(r"```.*?```", markdown, flags=re.S),
+            "heading levels": re.findall(r"^#+(?= )", rest, flags=re.M),
+            "URLs": sorted(re.findall(r"https?://[^\s)]+", rest)),
+            "table rows": sum(line.lstrip().startswith("|") for line in rest.splitlines()),
+            "math": sorted(re.findall(r"\$[^$\n]+\$", rest))}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_translations_keep_code_links_math_tables_and_headings(path):
+    entries = build.load_translations(path)
+    bad = []
+    for cell in (c for c in _english(path).cells if c.cell_type == "markdown" and c.id in entries):
+        korean = build.text_of(entries[cell.id])
+        en, ko = markdown_structure(cell.source), markdown_structure(korean)
+        bad += [f"{cell.id}: {what}" for what in en if en[what] != ko[what]]
+        spans = set(re.findall(r"`[^`]+`", re.sub(r"```.*?```", " ", cell.source, flags=re.S)))
+        bad += [f"{cell.id}: code span {span} missing" for span in sorted(spans) if span not in korean]
+    assert not bad, f"{path.name}: the translation changed what must stay: {bad}"
+
+
+def test_the_check_flags_a_changed_english_cell_by_notebook_and_cell_id(tmp_path, monkeypatch, capsys):
+    src = NOTEBOOKS[0]
+    (tmp_path / "notebooks").mkdir()
+    nb = nbformat.read(src, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "markdown")
+    cell.source += "\n\nA sentence added later."
+    nbformat.write(nb, str(tmp_path / "notebooks" / src.name))
+    (tmp_path / "i18n" / "ko").mkdir(parents=True)
+    (tmp_path / "i18n" / "ko" / f"{src.stem}.json").write_text(build.translation_path(src).read_text())
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+    monkeypatch.setattr(build, "NOTEBOOKS", tmp_path / "notebooks")
+    monkeypatch.setattr(build, "I18N", tmp_path / "i18n")
+    path = tmp_path / "notebooks" / src.name
+    assert (cell.id, "stale") in build.problems(path)
+    assert build.main([]) == 1                      # builds, but says what is stale
+    assert build.main(["--check"]) == 1
+    assert f"{src.name}: cell {cell.id}: stale" in capsys.readouterr().out
+    build.main(["--stubs"])
+    entry = build.load_translations(path)[cell.id]
+    assert entry["todo"] and "A sentence added later." in "".join(entry["en"])
+    assert (cell.id, "todo") in build.problems(path)
+
+
+def test_set_language_makes_the_self_checks_speak_korean_and_english_again(language):
+    language("ko")
+    ok, msg = checks.verify("00.cores", None)
+    assert not ok and "아직 답하지 않았습니다" in msg and "힌트" in msg and "Hint" not in msg
+    assert "정답입니다" in checks.verify("00.cores", os.cpu_count())[1]
+    assert "아쉽지만" in checks.verify("01.bubble_p4_m6", 0.9)[1]
+    assert os.environ["COURSE_LANG"] == "ko"          # launched processes inherit it
+    language("en")
+    ok, msg = checks.verify("00.cores", None)
+    assert "not answered yet" in msg and "Hint: Python's os module" in msg
+    assert checks.verify("00.cores", os.cpu_count())[1].startswith("✅ 00.cores: correct!")
+
+
+def test_the_launcher_and_device_errors_speak_korean(language):
+    from helpers.core.device import get_device
+    from helpers.dist.launcher import check_importable
+
+    language("ko")
+    with pytest.raises(ValueError, match="노트북 셀") as e:
+        check_importable(lambda rank, world: None)
+    assert "%%writefile my_worker.py" in str(e.value)
+    with pytest.raises(ValueError, match="여기에 없습니다"):
+        get_device("cuda:99")
+    language("en")
+    with pytest.raises(ValueError, match="is defined in a notebook cell"):
+        check_importable(lambda rank, world: None)
+
+
+def test_an_unknown_language_is_refused_with_the_fix(language, monkeypatch):
+    with pytest.raises(ValueError, match=r"set_language\('ko'\)"):
+        language("fr")
+    monkeypatch.setenv("COURSE_LANG", "kr")
+    with pytest.raises(ValueError, match="COURSE_LANG"):
+        lang.get_language()
+    language("ko_KR")
+    assert lang.get_language() == "ko"
+
+
+def test_every_exercise_has_a_current_korean_hint_and_why():
+    problems = build.exercise_problems("ko")
+    assert not problems, ("exercises without a current Korean hint and why (`python -m i18n.build --stubs` adds "
+                          "them to translate):\n" + "\n".join(problems))
+    unused = sorted(set(lang.messages("ko")["exercises"]) - set(checks.exercises()))
+    assert not unused, f"i18n/ko/messages.json has exercises that no lesson declares: {unused}"
+
+
+def _tr_calls():
+    """(file, key, English template) of every ``tr(...)`` / ``_tr(...)`` call in helpers."""
+    for path in sorted((ROOT / "helpers").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in ("tr", "_tr"):
+                key, default = node.args[0], node.args[1]
+                yield path.name, ast.literal_eval(key), ast.literal_eval(default)
+
+
+def _fields(template: str) -> set:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def test_every_message_has_a_korean_template_with_the_same_fields():
+    korean = lang.messages("ko")["messages"]
+    calls = list(_tr_calls())
+    assert len(calls) >= 20, "the tr() calls in helpers were not found"
+    bad = [f"{where}: {key}" for where, key, default in calls
+           if key not in korean or _fields(korean[key]) != _fields(default)]
+    assert not bad, f"i18n/ko/messages.json: missing, or with other {{fields}} than the English: {bad}"
+    assert not set(korean) - {key for _, key, _ in calls}, "i18n/ko/messages.json has keys no tr() call uses"
+
+
+def test_nbval_does_not_collect_the_korean_notebooks():
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "notebooks"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "BEYOND_ONE_GPU_NO_RERUN": "1"})
+    assert "00_setup.ipynb" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "notebooks/ko" not in r.stdout, "nbval would run the Korean notebooks a second time"
+
+
+def test_the_korean_readme_opens_every_korean_notebook():
+    text = (ROOT / "README.ko.md").read_text(encoding="utf-8")
+    from helpers.publish import colab_url
+
+    for path in NOTEBOOKS:
+        rel = f"notebooks/ko/{path.name}"
+        assert f"({rel})" in text and colab_url(rel) in text, f"README.ko.md: no link or Colab badge for {rel}"
+    assert "README.ko.md" in (ROOT / "README.md").read_text()
+    path, expected = build.readme_with_results("ko")
+    assert expected is not None and text == expected, \
+        "README.ko.md's results table is not README.md's; run `python -m i18n.build`"
+
+
+def test_the_glossary_covers_every_notebook():
+    text = (ROOT / "i18n" / "ko" / "GLOSSARY.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("|") and not set(line) <= set("|-: ")]
+    assert len(rows) >= 40
+    numbers = {p.name[:2] for p in NOTEBOOKS} | {"08", "09"}
+    absent = sorted(n for n in numbers if not re.search(rf"\b{n}\b", text))
+    assert not absent, f"GLOSSARY.md teaches no term of notebook(s) {absent}"
+    assert json.loads((ROOT / "i18n" / "ko" / "messages.json").read_text(encoding="utf-8"))
