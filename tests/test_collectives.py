@@ -28,10 +28,10 @@ def test_rings_equal_all_reduce_with_unequal_chunks():
 
 def test_the_reduce_scatter_check_refuses_a_half_done_ring_and_passes_the_recipe():
     from helpers.collectives.recipe import ring_reduce_scatter
-    ok = run_reduce_scatter_check(ring_reduce_scatter, nprocs=3, numel=100)
+    ok = run_reduce_scatter_check(ring_reduce_scatter, nprocs=2, numel=101)
     assert ok["ok"] and ok["max_abs_diff"] < 1e-5
-    wrong = run_reduce_scatter_check(returns_owned_chunk_only, nprocs=3, numel=100)
-    assert not wrong["ok"]
+    wrong = run_reduce_scatter_check(returns_owned_chunk_only, nprocs=2, numel=101)
+    assert not wrong["ok"] and wrong["per_rank"][0]["same_chunk"]  # the right chunk, but never summed
 
 
 def test_the_code_exercise_rejects_a_function_defined_in_a_cell():
