@@ -13,7 +13,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ..core.measure import max_abs_diff
+from ..core.measure import fit_alpha_beta, max_abs_diff  # fit_alpha_beta: exported here too (08)
 from ..dist.launcher import check_importable, launch
 from ..dist.ranks import agree, local_device
 from .recipe import _exchange, owned_chunk, ring_all_reduce, ring_all_reduce_naive, ring_reduce_scatter
@@ -179,18 +179,6 @@ def sweep_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int)
                          "step_s": lambda: _exchange(part, recv), "add_s": lambda: part.add_(recv)}, repeats, inner)
         out.append({"bytes": size, **t})
     return out
-
-
-def fit_alpha_beta(nbytes: Sequence[float], seconds: Sequence[float]) -> tuple[float, float]:
-    """Fit ``time = α + bytes · β`` by least squares on relative errors (08).
-
-    Relative, so that a 1 KB message (α dominates) counts as much as a 16 MB one (β dominates);
-    plain least squares on seconds would let the largest messages decide alone.
-    """
-    b, t = np.asarray(nbytes, dtype=float), np.asarray(seconds, dtype=float)
-    a = np.stack([np.ones_like(b), b], axis=1) / t[:, None]
-    alpha, beta = np.linalg.lstsq(a, np.ones_like(t), rcond=None)[0]
-    return float(alpha), float(beta)
 
 
 def two_point_alpha_beta(nbytes: Sequence[float], seconds: Sequence[float]) -> tuple[float, float]:

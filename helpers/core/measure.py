@@ -98,3 +98,15 @@ def run_threads(fn: Callable[[int], None], n: int) -> None:
         t.join()
     if errors:
         raise errors[0]
+
+
+def fit_alpha_beta(nbytes: Iterable[float], seconds: Iterable[float]) -> tuple[float, float]:
+    """Fit ``time = α + bytes · β`` by least squares on relative errors (08, 09).
+
+    Relative, so that a 1 KB message (α dominates) counts as much as a 16 MB one (β dominates);
+    plain least squares on seconds would let the largest messages decide alone.
+    """
+    b, t = np.asarray(list(nbytes), dtype=float), np.asarray(list(seconds), dtype=float)
+    a = np.stack([np.ones_like(b), b], axis=1) / t[:, None]
+    alpha, beta = np.linalg.lstsq(a, np.ones_like(t), rcond=None)[0]
+    return float(alpha), float(beta)

@@ -11,13 +11,13 @@ import time
 from collections import defaultdict
 from typing import Callable
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.debug import CommDebugMode
 
+from ..core.measure import fit_alpha_beta
 from ..dist.ranks import agree, local_device
 from .recipe import make_model, shard_ddp, shard_fsdp2, shard_tp, shard_zero1
 
@@ -159,11 +159,7 @@ def fit_link(sizes: tuple[int, ...] = (2**12, 2**16, 2**20, 2**22), repeats: int
     for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast"):
         factor = {"all_reduce": 2, "broadcast": 1}.get(op, 1) * (n - 1) / n
         secs = [best_time(_timed_op(op, size, n), repeats, inner=3) for size in sizes]
-        wire = np.asarray([factor * size for size in sizes], dtype=float)
-        t = np.asarray(secs)
-        a = np.stack([np.ones_like(t), wire], axis=1) / t[:, None]
-        alpha, beta = np.linalg.lstsq(a, np.ones_like(t), rcond=None)[0]
-        out[op] = (float(alpha), float(beta))
+        out[op] = fit_alpha_beta([factor * size for size in sizes], secs)
     return out
 
 
