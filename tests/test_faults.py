@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -118,23 +117,6 @@ def test_a_stopped_experiment_is_summarised_from_the_trials_that_reported():
     assert out["best_accuracy"] == 0.7 and out["epochs"] == 3
     with pytest.raises(RuntimeError, match="stopped before any epoch ended"):
         T.summarize(_Grid([_Result(None)], finished=0), seconds=1.0)
-
-
-def test_stop_pressed_twice_still_ends_every_rank():
-    """Two KeyboardInterrupts, the second during the cleanup's grace period, and ranks that ignore SIGTERM."""
-    main = threading.main_thread().ident
-
-    def press_stop():
-        time.sleep(3)
-        signal.pthread_kill(main, signal.SIGINT)
-        time.sleep(0.7)
-        signal.pthread_kill(main, signal.SIGINT)
-
-    threading.Thread(target=press_stop, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        L.launch(workers.ignore_sigterm_and_hang, 2, verbose=False, timeout=60)
-    time.sleep(0.5)
-    assert not launched_children()
 
 
 # --- dead ranks ------------------------------------------------------------------------------------------

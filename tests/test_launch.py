@@ -93,16 +93,6 @@ def test_function_from_a_notebook_cell_is_refused_with_the_fix():
         L.launch("whoami")
 
 
-def test_a_redrawn_line_from_a_rank_is_printed_once_in_its_last_state(capsys):
-    """A tqdm bar in a rank redraws its line with carriage returns; the notebook keeps only the final state."""
-    from helpers.dist.failures import _relay, flush_relay
-    for chunk in ("\rbar 0%", "\rbar 50%", "\rbar 100%", "\n", "plain line\n", "no newline yet"):
-        _relay(0, "stdout", chunk)
-    assert capsys.readouterr().out == "bar 100%\nplain line\n"
-    flush_relay()
-    assert capsys.readouterr().out == "no newline yet\n"
-
-
 def test_progress_is_plain_tqdm_outside_jupyter():
     from tqdm.auto import tqdm
 

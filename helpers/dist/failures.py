@@ -10,10 +10,12 @@ from __future__ import annotations
 import io
 import queue as queue_mod
 import signal
-import sys
+import time
 from typing import Any
 
 import torch
+
+from .relay import show
 
 
 PEER_LOST = ("Connection reset by peer", "Connection closed by peer", "Broken pipe", "recvBytes", "sendBytes",
@@ -42,27 +44,36 @@ class _Run:
         self.started: set[int] = set()
         self.results: dict[int, Any] = {}
         self.errors: dict[int, str] = {}
+        self.closed: set[int] = set()  # ranks whose pipe has ended: all they said has arrived
+        self.exit_seen: dict[int, float] = {}
 
-    def receive(self, q: Any, wait: float, drain: bool = False) -> None:
-        """Handle the next message (waiting up to ``wait`` s), or every queued one with ``drain``."""
-        while True:
+    def receive(self, inbox: "queue_mod.Queue", wait: float) -> None:
+        """Handle every message that has arrived, waiting up to ``wait`` s for the first."""
+        deadline = time.monotonic() + wait
+        for _ in range(1000):  # then let the launcher look at its clock and its ranks
             try:
-                kind, rank, payload = q.get(timeout=wait) if wait else q.get_nowait()
-            except (queue_mod.Empty, OSError, ValueError):
+                kind, rank, payload = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue_mod.Empty:
                 return
             if kind == "started":
                 self.started.add(rank)
             elif kind == "out":
-                _relay(rank, *payload)
+                show(rank, *payload)
             elif kind == "ok":
                 self.results[rank] = torch.load(io.BytesIO(payload), weights_only=False)
             elif kind == "error":
-                self.errors[rank] = payload
-            if not drain:
-                return
+                self.errors.setdefault(rank, payload)
+            elif kind == "eof":
+                self.closed.add(rank)
 
     def failed(self, exits: dict[int, int]) -> bool:
-        return bool(self.errors) or any(r not in self.results for r in exits)
+        """A rank raised, or one has ended without a result (its pipe closed, or ended 2 s ago: a child of it
+        may hold the pipe open)."""
+        now = time.monotonic()
+        for r in exits:
+            self.exit_seen.setdefault(r, now)
+        return bool(self.errors) or any(r not in self.results and (r in self.closed or now - t > 2)
+                                        for r, t in self.exit_seen.items())
 
     def diagnose(self, exits: dict[int, int | None]) -> LaunchError:
         """The error that names the first cause: a rank killed by a signal, one that vanished, or one that raised."""
@@ -99,28 +110,3 @@ def _how_it_ended(rank: int, code: int, started: bool) -> str:
         return ("it exited with code 0 without returning a result: does the function call sys.exit(), os._exit(), "
                 "or end the process some other way before returning?")
     return f"it exited with code {code} without a traceback (os._exit, or a crash in native code)"
-
-
-_PENDING: dict[tuple[int, str], str] = {}
-
-
-def _relay(rank: int, stream: str, text: str) -> None:
-    """Print what a rank wrote, a line at a time; of a line redrawn with carriage returns (a tqdm bar), only its
-    last state, so a saved notebook shows one line per bar instead of every redraw."""
-    key = (rank, stream)
-    buf = _PENDING.pop(key, "") + text
-    if "\n" not in buf:
-        _PENDING[key] = buf
-        return
-    done, _PENDING[key] = buf.rsplit("\n", 1)
-    out = sys.stderr if stream == "stderr" else sys.stdout
-    out.write("\n".join(line.rsplit("\r", 1)[-1] for line in done.split("\n")) + "\n")
-    out.flush()
-
-
-def flush_relay() -> None:
-    """Print what ranks wrote without a final newline (called when a launch ends) (01, 03)."""
-    for (rank, stream), text in list(_PENDING.items()):
-        if text.strip():
-            (sys.stderr if stream == "stderr" else sys.stdout).write(text.rsplit("\r", 1)[-1] + "\n")
-    _PENDING.clear()

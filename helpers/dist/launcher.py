@@ -20,11 +20,13 @@ the notebook, or ``helpers``), not in a notebook cell (see notebook 03).
 from __future__ import annotations
 
 import gc
+import inspect
 import io
 import math
 import multiprocessing
 import os
 import pickle
+import queue
 import signal
 import sys
 import threading
@@ -40,7 +42,8 @@ import torch.multiprocessing as mp
 from ..core.device import hardware_label
 from ..core.i18n import tr
 from ..core.procs import kill_group
-from .failures import LaunchError, _Run, flush_relay  # noqa: F401  (LaunchError: raised here, importable from here)
+from . import relay
+from .failures import LaunchError, _Run  # noqa: F401  (LaunchError: raised here, importable from here)
 from .ranks import choose_backend, local_device
 
 
@@ -64,22 +67,15 @@ def check_importable(fn: Callable) -> None:
             fn=repr(qualname or fn)))
 
 
-class _Relay(io.TextIOBase):
-    """A file-like object in a rank that sends what is written to the notebook's process."""
+class Stopped(KeyboardInterrupt):
+    """Stop was pressed during a launch, and every rank has been ended (01–03).
 
-    def __init__(self, q: Any, rank: int, stream: str) -> None:
-        self.q, self.rank, self.stream = q, rank, stream
+    Jupyter shows it as its one-line message (IPython's ``_render_traceback_``), not as the
+    launcher's and multiprocessing's frames that Stop happened to interrupt.
+    """
 
-    def write(self, s: str) -> int:
-        if s:
-            self.q.put(("out", self.rank, (self.stream, s)))
-        return len(s)
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return False
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 def _die_with_parent(parent: int) -> None:
@@ -93,13 +89,13 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int, threads: int,
-           timeout_s: float, args: tuple, q: Any, relay: bool, parent: int) -> None:
+           timeout_s: float, args: tuple, conn: Any, relay_output: bool, parent: int) -> None:
     os.setpgrp()  # a process group of its own: the rank and anything it starts end together
     _die_with_parent(parent)
-    q.put(("started", rank, os.getpid()))
-    if relay:
-        sys.stdout = _Relay(q, rank, "stdout")
-        sys.stderr = _Relay(q, rank, "stderr")
+    channel = relay.Channel(conn, rank)
+    channel.send("started", os.getpid())
+    pumps = relay.relay_output(channel) if relay_output else []
+    message: tuple = ("error", "")
     try:
         torch.set_num_threads(threads)
         os.environ.update(MASTER_ADDR=HOST, MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
@@ -114,16 +110,20 @@ def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int,
         result = fn(rank, world_size, *args)
         buf = io.BytesIO()
         torch.save(result, buf)
-        q.put(("ok", rank, buf.getvalue()))
+        message = ("ok", buf.getvalue())
     except BaseException:
-        q.put(("error", rank, traceback.format_exc()))
-        raise SystemExit(1)
+        message = ("error", traceback.format_exc())
+        channel.send(*message)  # at once: the launcher ends the other ranks while this one cleans up
     finally:
         if dist.is_initialized():
             gc.collect()  # free what holds the process group (a DDP reducer) while Python is still alive
             dist.destroy_process_group()
         sys.stdout.flush()
         sys.stderr.flush()
+        relay.end_relay(pumps)
+    if message[0] == "error":
+        raise SystemExit(1)
+    channel.send(*message)  # last: everything the rank printed has reached the launcher before its result
 
 
 def _end(procs: list) -> None:
@@ -179,6 +179,27 @@ def _check_run_arguments(threads: int, timeout: float) -> None:
                          "the processes alone takes about a second")
 
 
+def _check_call(fn: Callable, args: Any) -> None:
+    """Refuse, before any process starts, args that are not a tuple and a function that cannot take them."""
+    if not isinstance(args, (tuple, list)):
+        raise TypeError(tr(
+            "launch.args_not_tuple",
+            "args must be a tuple of the arguments that follow (rank, world_size), got {got!r}; for one argument "
+            "write args=({got!r},) with the comma", got=args))
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: let it run
+        return
+    try:
+        signature.bind(0, 1, *args)
+    except TypeError as e:
+        raise TypeError(tr(
+            "launch.bad_signature",
+            "{fn} cannot be called as {fn}(rank, world_size, *args) with args={args!r} ({why}). A launched "
+            "function takes the rank and the number of processes first, then the items of args.",
+            fn=getattr(fn, "__name__", repr(fn)), args=tuple(args), why=e)) from None
+
+
 def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None = None, timeout: float = 120.0,
            threads: int = 1, verbose: bool = True, relay_output: bool = True, check: bool = True) -> list[Any]:
     """Run ``fn(rank, world_size, *args)`` on ``nprocs`` processes; return their results by rank (01–03).
@@ -198,6 +219,9 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
     backend = choose_backend(nprocs, backend)
     if check:
         check_importable(fn)
+    elif not callable(fn):
+        raise TypeError(f"launch() needs a function to run, got {type(fn).__name__}")
+    _check_call(fn, args)
     _check_run_arguments(threads, timeout)
     try:
         fn_bytes = pickle.dumps(fn)
@@ -213,41 +237,60 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
               f"{cores / (nprocs * threads):.2g} of a core, so this will be slow; timeout={timeout:g} s may be too short",
               file=sys.stderr)
     ctx = mp.get_context("spawn")
-    q = ctx.Queue()
     store = dist.TCPStore(HOST, 0, None, True, timedelta(seconds=timeout), wait_for_workers=False)
+    pipes = [ctx.Pipe(duplex=False) for _ in range(nprocs)]
     procs = [ctx.Process(target=_entry, daemon=True, name=f"rank{r}",
-                         args=(fn_bytes, r, nprocs, backend, store.port, threads, timeout, args, q, relay_output,
-                               os.getpid()))
+                         args=(fn_bytes, r, nprocs, backend, store.port, threads, timeout, args, pipes[r][1],
+                               relay_output, os.getpid()))
              for r in range(nprocs)]
-    run = _Run(nprocs)
+    run, inbox = _Run(nprocs), queue.Queue()
     deadline = time.monotonic() + timeout
+    readers = []
     try:
-        for p in procs:
+        for r, p in enumerate(procs):
             p.start()
-        while len(run.results) < nprocs:
-            run.receive(q, wait=0.05)
-            exits = {r: p.exitcode for r, p in enumerate(procs) if p.exitcode is not None}
-            if run.failed(exits):
-                settle = time.monotonic() + SETTLE  # let the first cause arrive, if it comes second
-                while time.monotonic() < settle and any(p.exitcode is None for p in procs):
-                    run.receive(q, wait=0.05)
-                run.receive(q, wait=0.2)
-                raise run.diagnose({r: p.exitcode for r, p in enumerate(procs)})
-            if time.monotonic() > deadline:
-                running = [r for r in range(nprocs) if r not in run.results]
-                raise TimeoutError(tr(
-                    "launch.timeout",
-                    "launch did not finish within {timeout:g} s; rank(s) {running} still running were ended. "
-                    "A rank may be waiting in a collective (send/recv, all_reduce) that another rank never "
-                    "reaches; raise timeout= if the work is just slow.", timeout=timeout, running=running))
+            pipes[r][1].close()  # the rank holds the only writing end: when it dies, its pipe ends
+            readers.append(relay.read_into(pipes[r][0], r, inbox))
+        _wait_for_results(procs, run, inbox, deadline, timeout)
+        for p in procs:  # each rank sends its result last, after its own cleanup: it is about to exit
+            p.join(max(0.0, min(5.0, deadline - time.monotonic())))
+    except KeyboardInterrupt:
+        _end(procs)
+        procs = []  # ended
+        raise Stopped(tr("launch.stopped", "the {n} rank(s) of this launch were ended; nothing is left running.",
+                         n=nprocs)) from None
     finally:
         _end(procs)
-        run.receive(q, wait=0.0, drain=True)
-        flush_relay()
-        q.close()
-        q.join_thread()
+        for t in readers:
+            t.join(1.0)  # every rank is gone: its pipe has ended, unless a process it started outlived it
+        run.receive(inbox, wait=0.0)
+        relay.flush()
+        for r_end, w_end in pipes:
+            r_end.close()
+            w_end.close()
         del store
     return [run.results[r] for r in range(nprocs)]
+
+
+def _wait_for_results(procs: list, run: _Run, inbox: "queue.Queue", deadline: float, timeout: float) -> None:
+    """Relay what the ranks say until each has returned; raise at the first failure, or at the deadline."""
+    nprocs = len(procs)
+    while len(run.results) < nprocs:
+        run.receive(inbox, wait=0.05)
+        exits = {r: p.exitcode for r, p in enumerate(procs) if p.exitcode is not None}
+        if run.failed(exits):
+            settle = time.monotonic() + SETTLE  # let the first cause arrive, if it comes second
+            while time.monotonic() < settle and any(p.exitcode is None for p in procs):
+                run.receive(inbox, wait=0.05)
+            run.receive(inbox, wait=0.2)
+            raise run.diagnose({r: p.exitcode for r, p in enumerate(procs)})
+        if time.monotonic() > deadline:
+            running = [r for r in range(nprocs) if r not in run.results]
+            raise TimeoutError(tr(
+                "launch.timeout",
+                "launch did not finish within {timeout:g} s; rank(s) {running} still running were ended. "
+                "A rank may be waiting in a collective (send/recv, all_reduce) that another rank never "
+                "reaches; raise timeout= if the work is just slow.", timeout=timeout, running=running))
 
 
 def describe_launch(nprocs: int, threads: int = 1, backend: str | None = None) -> str:

@@ -98,11 +98,21 @@ def start_child_and_return(rank: int, world_size: int, seconds: float = 300) -> 
     return child.pid
 
 
-def ignore_sigterm_and_hang(rank: int, world_size: int) -> int:
-    """A rank that ignores SIGTERM and never returns: only SIGKILL ends it (failure drill)."""
-    import signal
+def ignore_sigterm_and_hang(rank: int, world_size: int, report_dir: str | None = None) -> int:
+    """A rank that ignores SIGTERM and never returns: only SIGKILL ends it (failure drill).
 
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    With ``report_dir``, it writes ``ready.<rank>`` there once it is running, and ``sigterm.<rank>``
+    each time a SIGTERM arrives, so a drill can act on events instead of guessing times.
+    """
+    import signal
+    from pathlib import Path
+
+    def note(name: str) -> None:
+        if report_dir:
+            (Path(report_dir) / f"{name}.{rank}").touch()
+
+    signal.signal(signal.SIGTERM, lambda *_: note("sigterm"))
+    note("ready")
     while True:
         time.sleep(1)
 

@@ -1,0 +1,51 @@
+"""Workers for the launcher's failure drills (tests/test_launch_faults.py).
+
+Spawned ranks import this module by name: tests/ is on the path of the test process (pyproject's
+``pythonpath``), and spawn gives every rank the path of the process that started it.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from multiprocessing import connection
+
+
+def die_while_sending_result(rank: int, world_size: int, nbytes: int = 4_000_000) -> bytes:
+    """Rank 1 is SIGKILLed half-way through writing its large result to the launcher (the OOM killer's moment)."""
+    if rank == 1:
+        send = connection.Connection._send_bytes
+
+        def half_then_die(self, buf):  # noqa: ANN001
+            if len(buf) < nbytes:
+                return send(self, buf)
+            data = bytes(buf)
+            self._send(len(data).to_bytes(4, "big", signed=True) + data[: len(data) // 2])
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        connection.Connection._send_bytes = half_then_die
+    return b"x" * nbytes
+
+
+def write_natively(rank: int, world_size: int) -> int:
+    """Write to file descriptors 1 and 2 as native code does, and from a child process."""
+    os.write(1, f"native stdout of rank {rank}\n".encode())
+    os.write(2, f"native stderr of rank {rank}\n".encode())
+    subprocess.run([sys.executable, "-c", f"print('child of rank {rank}')"], check=True)
+    return rank
+
+
+def one_argument(rank: int) -> int:
+    """A function that forgot ``world_size``: the launcher must refuse it before starting anything."""
+    return rank
+
+
+def bar_and_return(rank: int, world_size: int, steps: int = 40) -> int:
+    """Rank 0 draws a text progress bar (as the training loop does in a rank), slowly enough to be seen live."""
+    from tqdm import tqdm
+
+    for _ in tqdm(range(steps), desc="rank 0 bar", disable=rank != 0, mininterval=0.05):
+        time.sleep(0.05)
+    return rank
