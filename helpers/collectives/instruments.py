@@ -6,6 +6,8 @@ cost model and convert times to bus bandwidth the way nccl-tests does.
 """
 from __future__ import annotations
 
+import contextlib
+import tempfile
 import time
 from typing import Callable, Sequence
 
@@ -13,10 +15,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from ..core.i18n import tr
 from ..core.measure import fit_alpha_beta, max_abs_diff  # fit_alpha_beta: exported here too (08)
-from ..dist.launcher import check_importable, launch
+from ..dist.launcher import LaunchError, check_importable, launch
 from ..dist.ranks import agree, local_device
 from .recipe import _exchange, owned_chunk, ring_all_reduce, ring_all_reduce_naive, ring_reduce_scatter
+from .stall import StallWatch, gave_up, watch_ranks
 
 __all__ = ["COLLECTIVES", "all_to_all", "collectives_worker", "run_collectives", "ring_check_worker", "run_ring_check",
            "reduce_scatter_check_worker", "run_reduce_scatter_check", "sweep_worker", "run_sweep", "fit_alpha_beta",
@@ -119,8 +123,18 @@ def run_ring_check(nprocs: int = 4, numel: int = 10_000, timeout: float = 60) ->
     return launch(ring_check_worker, nprocs, args=(numel,), timeout=timeout, verbose=False)[0]
 
 
-def reduce_scatter_check_worker(rank: int, world_size: int, fn: Callable, numel: int) -> dict:
-    """Run a student's ``fn(t) -> owned chunk index`` and the recipe's ring_reduce_scatter on the same data (08)."""
+def reduce_scatter_check_worker(rank: int, world_size: int, fn: Callable, numel: int, folder: str | None = None,
+                                patience: float = 5.0, give_up: float = 20.0) -> dict:
+    """Run a student's ``fn(t) -> owned chunk index`` and the recipe's ring_reduce_scatter on the same data (08).
+
+    With ``folder``, a :class:`~helpers.collectives.stall.StallWatch` notes there where this rank
+    stands still for ``patience`` s, and ends it after ``give_up`` s (a deadlocked ring).
+    """
+    with StallWatch(folder, rank, patience, give_up) if folder else contextlib.nullcontext():
+        return _compare_reduce_scatter(rank, world_size, fn, numel)
+
+
+def _compare_reduce_scatter(rank: int, world_size: int, fn: Callable, numel: int) -> dict:
     x = torch.randn(numel, generator=torch.Generator().manual_seed(rank)).to(local_device())
     theirs, mine = x.clone(), x.clone()
     i_theirs, i_mine = fn(theirs), ring_reduce_scatter(mine)
@@ -131,15 +145,28 @@ def reduce_scatter_check_worker(rank: int, world_size: int, fn: Callable, numel:
     return {"same_chunk": True, "owned": i, "expected": i, "max_abs_diff": agree(diff, "max")}
 
 
-def run_reduce_scatter_check(fn: Callable, nprocs: int = 4, numel: int = 1000, timeout: float = 60) -> dict:
+def run_reduce_scatter_check(fn: Callable, nprocs: int = 4, numel: int = 1000, timeout: float = 60,
+                             patience: float = 5.0, give_up: float = 20.0) -> dict:
     """Check a student's ring reduce-scatter against the recipe's on ``nprocs`` ranks (08's code exercise).
 
     ``fn`` must live in a file (``%%writefile my_ring.py``), since the ranks import it. Returns
     ``{"ok", "max_abs_diff", "per_rank"}``; ok when every rank owns the right chunk and its sum
-    matches to float rounding.
+    matches to float rounding. Ranks that stand still for ``patience`` s are said to wait, with
+    where; after ``give_up`` s they are ended and :class:`~helpers.collectives.stall.RingDeadlock`
+    (a ``TimeoutError``) says why, long before ``timeout``.
     """
     check_importable(fn)
-    ranks = launch(reduce_scatter_check_worker, nprocs, args=(fn, numel), timeout=timeout, verbose=False)
+    if not 0 < patience <= give_up:
+        raise ValueError(f"need 0 < patience <= give_up (seconds), got patience={patience!r}, give_up={give_up!r}")
+    with tempfile.TemporaryDirectory(prefix="ring-check-") as folder, watch_ranks(folder, patience, give_up):
+        try:
+            ranks = launch(reduce_scatter_check_worker, nprocs, args=(fn, numel, folder, patience, give_up),
+                           timeout=timeout, verbose=False)
+        except LaunchError:
+            deadlock = gave_up(folder, give_up)
+            if deadlock is None:
+                raise
+            raise deadlock from None
     ok = all(r["same_chunk"] for r in ranks) and ranks[0]["max_abs_diff"] < 1e-4
     return {"ok": ok, "max_abs_diff": ranks[0]["max_abs_diff"], "per_rank": ranks}
 
@@ -215,9 +242,22 @@ def bus_bandwidth(nbytes: float, seconds: float, world_size: int, op: str = "all
     link, all-gather and reduce-scatter ``(n − 1) / n``, broadcast and reduce 1. The factor makes
     busbw comparable across ranks counts and with the link's peak.
     """
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
+        raise ValueError(tr("collectives.world_size", "world_size must be a positive int (the number of ranks), got "
+                            "{got!r}", got=world_size))
     factor = {"all_reduce": 2 * (world_size - 1) / world_size, "all_gather": (world_size - 1) / world_size,
-              "reduce_scatter": (world_size - 1) / world_size, "broadcast": 1.0, "reduce": 1.0}[op]
-    return nbytes / seconds * factor
+              "reduce_scatter": (world_size - 1) / world_size, "broadcast": 1.0, "reduce": 1.0}
+    if not isinstance(op, str) or op not in factor:
+        raise UnknownChoice(tr("collectives.unknown_op", "bus_bandwidth knows no collective {op!r}; choose one of "
+                               "{choices}", op=op, choices=", ".join(repr(k) for k in factor)))
+    return nbytes / seconds * factor[op]
+
+
+class UnknownChoice(ValueError, KeyError):
+    """A name outside a fixed set of choices: a ValueError that lists them (a KeyError too, as it was before) (08)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def run_sweep(sizes: Sequence[int] = SWEEP_SIZES, nprocs: int = 2, repeats: int = 5, big: int = 4 * 2**20,

@@ -13,11 +13,14 @@ NOTEBOOK = "08_collectives"
 def _reduce_scatter_behaviour(fn) -> str | None:
     """The student's ring reduce-scatter on 3 ranks (chunks of unequal size) against the recipe's (08)."""
     from ..dist.failures import LaunchError
+    from .stall import RingDeadlock
 
     try:
         res = run_reduce_scatter_check(fn, nprocs=3, numel=1000)
     except LaunchError as e:
         return f"a rank raised: {e.cause}"
+    except RingDeadlock as e:
+        return str(e)
     except TimeoutError:
         return ("the ranks waited for each other until the timeout: does every rank send before it waits to "
                 "receive (isend), and do all ranks make the same number of steps?")

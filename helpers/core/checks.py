@@ -82,6 +82,8 @@ def _number(value: Any) -> float | int:
         return Fraction(value.numerator, value.denominator).__float__()
     mod = type(value).__module__.split(".")[0]
     item = None
+    if getattr(value, "is_meta", False) is True:
+        raise NotAnAnswer(_no_values(value))
     if mod == "numpy" and hasattr(value, "item") and getattr(value, "size", 0) == 1:
         item = value.item()
     elif mod == "torch" and hasattr(value, "numel") and value.numel() == 1:
@@ -95,11 +97,18 @@ def _sequence(value: Any) -> list:
     if type(value) in (list, tuple):
         return list(value)
     mod = type(value).__module__.split(".")[0]
+    if getattr(value, "is_meta", False) is True:
+        raise NotAnAnswer(_no_values(value))
     if mod in ("numpy", "torch") and hasattr(value, "tolist"):
         items = value.tolist()
         if isinstance(items, list):
             return items
     raise NotAnAnswer(tr("check.not_list", "expected a list of numbers, got {type}", type=type(value).__name__))
+
+
+def _no_values(value: Any) -> str:
+    return tr("check.meta", "this {type} is on the meta device: it has a shape but no values. Compute the answer on "
+              "a real device (the CPU or a GPU) and give the number", type=type(value).__name__)
 
 
 def normal_form(value: Any, kind: str, digits: int = 2) -> str:
@@ -112,6 +121,10 @@ def normal_form(value: Any, kind: str, digits: int = 2) -> str:
         return "[" + ",".join(normal_form(v, kind[:-1] if kind == "ints" else "number", digits)
                               for v in _sequence(value)) + "]"
     x = _number(value)
+    try:
+        float(x)
+    except OverflowError:  # an int beyond 10³⁰⁸: too big to be any answer, and too big to print
+        raise NotAnAnswer(tr("check.too_large", "that number is beyond 10³⁰⁸: far too large to be the answer")) from None
     if not math.isfinite(x):
         raise NotAnAnswer(tr("check.not_finite", "expected a finite number"))
     if kind == "int":
@@ -187,6 +200,11 @@ def verify(exercise: str, answer: Any) -> tuple[bool, str]:
     except NotAnAnswer as e:
         return False, tr("check.unreadable", "❌ {id}: {problem}{precision}. Hint: {hint}",
                          id=exercise, problem=e, precision=precision, hint=hint)
+    except (Exception, SystemExit) as e:  # an answer whose own methods fail: it is still not an answer
+        problem = tr("check.unreadable_value", "your answer could not be read as a number, a list of numbers or a "
+                     "text (reading it raised {error}: {message})", error=type(e).__name__, message=e)
+        return False, tr("check.unreadable", "❌ {id}: {problem}{precision}. Hint: {hint}",
+                         id=exercise, problem=problem, precision=precision, hint=hint)
     if digest(ex.id, given) == ex.expected_digest():
         return True, tr("check.correct", "✅ {id}: correct!", id=exercise) + (f" {why}" if why else "")
     return False, tr("check.wrong", "❌ {id}: not quite{precision}. Hint: {hint}", id=exercise, precision=precision,
@@ -200,6 +218,10 @@ def _verify_code(ex: Exercise, fn: Any, hint: str, why: str) -> tuple[bool, str]
                          "Hint: {hint}", id=ex.id, hint=hint)
     try:
         problem = ex.behaviour(fn)
+    except SystemExit as e:  # exit() or sys.exit() in the student's code: a hint, not the end of the kernel
+        return False, tr("check.exited", "❌ {id}: your function called exit() or sys.exit() (SystemExit: {code}), "
+                         "which would end the whole program (in a notebook, the kernel), not just your function: "
+                         "return the result instead. Hint: {hint}", id=ex.id, code=e.code, hint=hint)
     except Exception as e:  # the student's code raised: say what, and where to look
         return False, tr("check.raised", "❌ {id}: your function raised {error}: {message}. Hint: {hint}",
                          id=ex.id, error=type(e).__name__, message=e, hint=hint)

@@ -10,6 +10,7 @@ TensorBoard and W&B, notebook 05).
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -17,10 +18,13 @@ from typing import Callable, Protocol
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 from .bars import progress as tqdm
 
 from .device import get_device, model_device
+from .i18n import tr
+
+DIVERGED = 1e4  # a loss this many times its first value (or 1, if larger) has diverged
 
 
 class Logger(Protocol):
@@ -51,13 +55,14 @@ def evaluate(model: nn.Module, loader: DataLoader, device: torch.device | str | 
 
     Batches go to ``device``, by default the device the model is on (:func:`model_device`).
     """
+    _check_loader("loader", loader, "val")
     device = model_device(model) if device is None else get_device(str(device))
     was_training = model.training
     model.eval()
     total_loss, correct, n = 0.0, 0, 0
     for x, y in loader:
         x, y = x.to(device), y.to(device)
-        out = model(x)
+        out = _forward(model, x, y)
         total_loss += nn.functional.cross_entropy(out, y, reduction="sum").item()
         correct += (out.argmax(1) == y).sum().item()
         n += len(y)
@@ -97,12 +102,13 @@ def train_one_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optim
 
     ``on_batch(loss_so_far)`` is called after every batch (the progress bar's hook).
     """
+    _check_loader("loader", loader, "train")
     device = model_device(model) if device is None else torch.device(device)
     model.train()
-    total_loss, correct, n = 0.0, 0, 0
+    total_loss, correct, n, first = 0.0, 0, 0, None
     for batch, (x, y) in enumerate(loader, 1):
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        out = model(x)
+        out = _forward(model, x, y)
         loss = nn.functional.cross_entropy(out, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -112,6 +118,8 @@ def train_one_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optim
         if not math.isfinite(value):
             raise FloatingPointError(f"the loss became {value} at batch {batch}: training diverged. "
                                      "Lower the learning rate (try 10× smaller) and check the inputs for NaN/inf.")
+        first = value if first is None else first
+        _check_exploding(first, value, opt, batch=batch)
         total_loss += value * len(y)
         correct += (out.argmax(1) == y).sum().item()
         n += len(y)
@@ -142,6 +150,7 @@ def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | N
         if isinstance(loader, dict):
             raise TypeError(f"{name} is a dict of loaders; pass one loader, e.g. train(model, loaders['train'], "
                             "loaders['val'])")
+        _check_loader(name, loader, name[:-len("_loader")])
     if device is None:
         device = model_device(model)
     else:
@@ -167,6 +176,7 @@ def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | N
         hist.epoch_seconds.append(time.perf_counter() - t0)
         hist.train_loss.append(m["loss"])
         hist.train_acc.append(m["acc"])
+        _check_exploding(hist.train_loss[0], m["loss"], opt, epoch=epoch + 1)
         metrics = {"train/loss": hist.train_loss[-1], "train/acc": hist.train_acc[-1]}
         if val_loader is not None:
             v = evaluate(model, val_loader, device)
@@ -184,8 +194,57 @@ def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | N
     return hist
 
 
+def _check_loader(name: str, loader: object, split: str) -> None:
+    """Refuse a dataset where batches are expected: iterating it gives single samples, and the model fails on them."""
+    if isinstance(loader, Dataset):
+        raise TypeError(tr("train.dataset", "{name} is a {type}, a dataset of single samples, not a DataLoader of "
+                           "batches: wrap it, e.g. DataLoader(dataset, batch_size=64{shuffle}) (from "
+                           "torch.utils.data), or take make_loaders(64)['{split}']", name=name,
+                           type=type(loader).__name__, shuffle=", shuffle=True" if split == "train" else "",
+                           split=split))
+
+
+def _forward(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``model(x)``, with the two mistakes that otherwise end in raw errors said in words: a model whose dtype is
+    not the batches' (``model.half()``), and labels beyond the model's classes (``num_classes`` too small)."""
+    try:
+        out = model(x)
+    except RuntimeError as e:
+        dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+        if dtype is not None and x.is_floating_point() and dtype != x.dtype:
+            raise TypeError(tr("train.dtype", "the model's parameters are {model} but the batches are {data}: "
+                               "train in float32 with model.float() (for 16-bit training keep the model in float32 "
+                               "and use torch.autocast, notebook 06)", model=dtype, data=x.dtype)) from e
+        raise
+    if out.dim() == 2 and y.dim() == 1 and not y.is_floating_point() and y.numel():
+        low, high = torch.stack([y.min(), y.max()]).tolist()  # one look at the labels (one sync on a GPU)
+        if low < 0:
+            raise ValueError(tr("train.negative_label", "a batch has the label {low}: labels are class numbers from "
+                                "0 to {last}, never negative", low=low, last=out.shape[1] - 1))
+        if high >= out.shape[1]:
+            raise ValueError(tr("train.too_few_classes", "a batch has the label {high}, but the model outputs "
+                                "{classes} classes (0 to {last}): build it with at least num_classes={need}, e.g. "
+                                "DigitsCNN(num_classes={need})", high=high, classes=out.shape[1],
+                                last=out.shape[1] - 1, need=high + 1))
+    return out
+
+
+def _check_exploding(first: float, now: float, opt: torch.optim.Optimizer, batch: int = 0, epoch: int = 0) -> None:
+    """Stop a run whose loss exploded (:data:`DIVERGED` times its first value), saying to lower the learning rate."""
+    if now > DIVERGED * max(first, 1.0):
+        lr = float(opt.param_groups[0]["lr"])
+        where = (tr("train.at_batch", "batch {batch}", batch=batch) if batch else
+                 tr("train.at_epoch", "the end of epoch {epoch}", epoch=epoch))
+        raise FloatingPointError(tr("train.exploded", "the loss rose from {first:.3g} to {now:.3g} at {where}: "
+                                    "training diverged (lr={lr:.2g}). Lower the learning rate: try 10× smaller, "
+                                    "lr={smaller:.2g}", first=first, now=now, where=where, lr=lr, smaller=lr / 10))
+
+
 def _can_draw() -> bool:
-    """Whether a live progress bar can be seen: in a Jupyter kernel, or on a terminal."""
+    """Whether a live progress bar can be seen: in a Jupyter kernel, on a terminal, or in a launched rank whose
+    output the launcher shows in the notebook (helpers.dist.relay)."""
+    if os.environ.get("BEYOND_ONE_GPU_RELAYED") == "1":
+        return True
     try:
         from IPython import get_ipython
 

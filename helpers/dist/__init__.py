@@ -5,6 +5,6 @@ demo and failure-drill workers (``workers``), the DDP throughput instrument (``t
 ``torchrun`` from a notebook (``torchrun``) and Ray on this machine (``ray_cluster``).
 """
 from . import workers  # noqa: F401
-from .failures import LaunchError  # noqa: F401
+from .failures import LaunchError, Stopped  # noqa: F401
 from .launcher import describe_launch, launch  # noqa: F401
 from .ranks import agree, choose_backend, local_device, local_rank, local_world_size  # noqa: F401

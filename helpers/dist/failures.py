@@ -36,6 +36,17 @@ class LaunchError(RuntimeError):
         super().__init__(f"rank {rank} failed; {details}")
 
 
+class Stopped(KeyboardInterrupt):
+    """Stop was pressed during a launch, and every rank has been ended (01–03).
+
+    Jupyter shows it as its one-line message (IPython's ``_render_traceback_``), not as the
+    launcher's and multiprocessing's frames that Stop happened to interrupt.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
 class _Run:
     """What the ranks of one launch have said so far: started, results, errors (their tracebacks)."""
 

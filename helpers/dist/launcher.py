@@ -43,7 +43,7 @@ from ..core.device import hardware_label
 from ..core.i18n import tr
 from ..core.procs import kill_group
 from . import relay
-from .failures import LaunchError, _Run  # noqa: F401  (LaunchError: raised here, importable from here)
+from .failures import LaunchError, Stopped, _Run  # noqa: F401  (raised here, importable from here)
 from .ranks import choose_backend, local_device
 
 
@@ -65,17 +65,6 @@ def check_importable(fn: Callable) -> None:
             "spawned process cannot import it (it would fail with \"Can't get attribute ... on <module '__main__'\"). "
             "Put it in a file, e.g. with %%writefile my_worker.py, then `from my_worker import ...`.",
             fn=repr(qualname or fn)))
-
-
-class Stopped(KeyboardInterrupt):
-    """Stop was pressed during a launch, and every rank has been ended (01–03).
-
-    Jupyter shows it as its one-line message (IPython's ``_render_traceback_``), not as the
-    launcher's and multiprocessing's frames that Stop happened to interrupt.
-    """
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"{type(self).__name__}: {self}"]
 
 
 def _die_with_parent(parent: int) -> None:

@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from ..core.device import gpu_count
+from ..core.i18n import tr
 
 
 BACKENDS = ("gloo", "nccl")
@@ -75,6 +76,8 @@ def agree(value: float, op: str = "max") -> float:
     shared, and rank 0 decides how many steps everyone runs. The scalar travels on this rank's
     device, since nccl reduces GPU tensors only.
     """
+    if op not in ("max", "min", "rank0"):
+        raise ValueError(tr("ranks.agree_op", "agree() takes op 'max', 'min' or 'rank0', got {op!r}", op=op))
     t = torch.tensor([value], dtype=torch.float64, device=local_device())
     if op == "rank0":
         dist.broadcast(t, 0)

@@ -181,3 +181,42 @@ def shard_tp(model: nn.Sequential, mesh, lr: float = 1e-3) -> tuple[nn.Module, t
 
     parallelize_module(model, mesh, tp_plan(model))
     return model, torch.optim.Adam(model.parameters(), lr=lr)
+
+
+# Below the recipe, so that the lines the notebook shows (show(memory_per_rank) names its file and line) stay put:
+# the calculator refuses a parameter count no model has (negative, fractional, not a number) before it computes.
+def _check_params(params: object, replicated: object = 0) -> None:
+    import numbers
+
+    from ..core.i18n import tr
+
+    def whole(v: object) -> bool:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            return False
+        return v >= 0 if isinstance(v, numbers.Integral) else math.isfinite(v) and v >= 0 and float(v).is_integer()
+
+    if not whole(params):
+        raise ValueError(tr("sharding.params", "params is the number of parameters Ψ, a whole number ≥ 0, e.g. "
+                            "model_parameters() or 7e9; got {got!r}", got=params))
+    if not whole(replicated) or replicated > params:
+        raise ValueError(tr("sharding.replicated", "replicated counts parameters left whole on every rank: from 0 to "
+                            "the {params} parameters; got {got!r}", params=params, got=replicated))
+
+
+def _refusing_impossible_counts(fn: Callable[..., dict]) -> Callable[..., dict]:
+    import functools
+    import inspect
+
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def checked(*args: object, **kwargs: object) -> dict:
+        given = signature.bind(*args, **kwargs).arguments
+        _check_params(given["params"], given.get("replicated", 0))
+        return fn(*args, **kwargs)
+
+    return checked
+
+
+memory_per_rank = _refusing_impossible_counts(memory_per_rank)
+comm_per_step = _refusing_impossible_counts(comm_per_step)

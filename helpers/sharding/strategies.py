@@ -7,6 +7,7 @@ tensor-parallel MLP block against the unsplit one.
 """
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from typing import Sequence
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 
+from ..core.i18n import tr
 from ..core.measure import max_abs_diff
 from ..dist.launcher import launch
 from ..dist.ranks import local_device
@@ -88,12 +90,77 @@ def _parallel_slots() -> int:
     return torch.cuda.device_count() if torch.cuda.device_count() > 1 else (os.cpu_count() or 1)
 
 
-def run_sharding(world_sizes: Sequence[int] = (1, 2, 4), strategies: Sequence[str] = ("ddp", "zero1", "fsdp2", "tp"),
+def _count(name: str, value: object, least: int, what: str) -> None:
+    """Refuse ``value`` unless it is an int of at least ``least``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise ValueError(tr("sharding.count", "{name} must be an int of at least {least} ({what}); got {got!r}",
+                            name=name, least=least, what=what, got=value))
+
+
+def _as_tuple(values: object) -> tuple | None:
+    try:
+        return tuple(values)
+    except TypeError:
+        return None
+
+
+def _checked(world_sizes: Sequence[int] | int, strategies: Sequence[str] | str, layers: int, width: int, batch: int,
+             steps: int, repeats: int, lr: float) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """:func:`run_sharding`'s world sizes and strategies as tuples, every argument checked before a process starts."""
+    sizes = (world_sizes,) if isinstance(world_sizes, int) and not isinstance(world_sizes, bool) else world_sizes
+    names = (strategies,) if isinstance(strategies, str) else strategies
+    sizes, names = _as_tuple(sizes), _as_tuple(names)
+    if (sizes is None or not sizes
+            or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in sizes)):
+        raise ValueError(tr("sharding.world_sizes", "world_sizes needs at least one positive int (a number of "
+                            "processes), e.g. (1, 2, 4), or one int such as 2; got {got!r}", got=world_sizes))
+    runnable = ", ".join(repr(s) for s in BUILDERS)
+    if names is None or not names:
+        raise ValueError(tr("sharding.no_strategy", "strategies needs at least one of {runnable}, e.g. "
+                            "strategies=('ddp', 'fsdp2') or one name such as 'tp'; got {got!r}",
+                            runnable=runnable, got=strategies))
+    for s in names:
+        if not isinstance(s, str) or s not in BUILDERS:
+            raise ValueError(tr("sharding.unknown_strategy", "run_sharding cannot train {name!r}: it trains {runnable}. "
+                                "ZeRO-2 and ZeRO-3 are in the calculator only (memory_per_rank, comm_per_step): torch "
+                                "has no optimizer of its own for them, and 'fsdp2' shards parameters, gradients and "
+                                "optimizer state as ZeRO-3 does", name=s, runnable=runnable))
+    for name, value, least, what in (("layers", layers, 1, "Linear layers of the model"),
+                                     ("width", width, 1, "features of each layer"), ("batch", batch, 1, "samples"),
+                                     ("steps", steps, 1, "Adam steps per strategy; the last one is measured"),
+                                     ("repeats", repeats, 0, "timed repeats; 0 times nothing")):
+        _count(name, value, least, what)
+    if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not 0 < lr < math.inf:
+        raise ValueError(tr("sharding.lr", "lr must be a positive, finite number, got {got!r}; try 1e-3", got=lr))
+    if "tp" in names:
+        if layers % 2:
+            raise ValueError(tr("sharding.tp_layers", "tensor parallelism pairs the Linear layers (column-wise, then "
+                                "row-wise), so layers must be even; got layers={layers}", layers=layers))
+        for n in sizes:
+            if width % n:
+                works = ", ".join(str(d) for d in range(1, min(width, 16) + 1) if width % d == 0)
+                raise ValueError(tr("sharding.tp_split", "tensor parallelism cannot run on {n} ranks: each layer's "
+                                    "{width} features must divide evenly over the ranks. Choose world sizes that "
+                                    "divide {width} ({works}, …), or leave 'tp' out of strategies for {n} ranks",
+                                    width=width, n=n, works=works))
+    for n in sizes:
+        if batch % n:
+            step = math.lcm(*sizes)
+            raise ValueError(tr("sharding.batch_split", "batch ({batch}) must divide evenly over {n} processes; take a "
+                                "batch every world size divides, e.g. batch={fix}", batch=batch, n=n,
+                                fix=-(-batch // step) * step))
+    return sizes, names
+
+
+def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
+                 strategies: Sequence[str] | str = ("ddp", "zero1", "fsdp2", "tp"),
                  layers: int = 8, width: int = 512, batch: int = 256, steps: int = 2, repeats: int = 0, lr: float = 1e-3,
                  timeout: float = 240) -> list[dict]:
     """Every strategy on every world size: rank 0's bytes against the calculator, parameters against unsharded (09).
 
-    Rows: strategy, world_size, measured_bytes (rank 0; every rank holds the same when N divides
+    ``world_sizes``: a tuple of process counts, or one int; ``strategies``: names from ``"ddp"``,
+    ``"zero1"``, ``"fsdp2"``, ``"tp"`` (a tuple, or one name). Every argument is checked before a
+    process starts. Rows: strategy, world_size, measured_bytes (rank 0; every rank holds the same when N divides
     the tensors), predicted_bytes, max_abs_diff_vs_unsharded (one process, whole batch, same
     steps), collectives of one step (calls, payload, wire bytes) and, with ``repeats`` > 0,
     step_s and predicted_step_s. The prediction for N > 1 carries over each strategy's own
@@ -101,12 +168,11 @@ def run_sharding(world_sizes: Sequence[int] = (1, 2, 4), strategies: Sequence[st
     model's compute there), so give ``world_sizes`` starting with 1 to include it. World sizes
     with more ranks than cores (or GPUs) are not timed: their processes would take turns.
     """
+    world_sizes, strategies = _checked(world_sizes, strategies, layers, width, batch, steps, repeats, lr)
     psi = model_parameters(layers, width)
     ref = reference_parameters(layers, width, batch, steps, lr)
     rows, overhead = [], {}
     for n in world_sizes:
-        if batch % n:
-            raise ValueError(f"batch ({batch}) must divide evenly over {n} processes")
         timed = repeats if n <= _parallel_slots() else 0  # more processes than cores: timings say nothing
         res = launch(sharding_worker, n, args=(tuple(strategies), layers, width, batch, steps, timed, lr),
                      timeout=timeout, verbose=False)
@@ -164,6 +230,7 @@ def tp_block_worker(rank: int, world_size: int, width: int, hidden: int, batch: 
 
 def run_tp_block(nprocs: int = 2, width: int = 64, hidden: int = 256, batch: int = 8, timeout: float = 90) -> list[dict]:
     """The tensor-parallel MLP block on ``nprocs`` ranks against the unsplit block, per rank (09)."""
+    _count("nprocs", nprocs, 1, "processes")
     if hidden % nprocs or width % nprocs:
         raise ValueError(f"hidden ({hidden}) and width ({width}) must divide evenly over {nprocs} ranks")
     return launch(tp_block_worker, nprocs, args=(width, hidden, batch), timeout=timeout, verbose=False)
