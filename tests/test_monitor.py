@@ -37,6 +37,7 @@ def test_monitor_logs_to_both_and_reads_back(tmp_path, monkeypatch):
     tb = MO.read_back(tmp_path / "run" / "tensorboard")["runs"]["."]["scalars"]
     assert [round(v, 6) for _, v in tb["val/acc"]] == [round(a, 6) for a in hist.val_acc]
     wb = MO.read_wandb_run(run_dir)
+    assert wb["complete"]                        # close() waited until wandb-core had written the file to its end
     assert [round(r["val/acc"], 6) for r in wb["history"] if "val/acc" in r] == [round(a, 6) for a in hist.val_acc]
     assert wb["config"]["lr"] == 0.01
 

@@ -1,10 +1,13 @@
 """TensorBoard's server from a notebook: the right binary, a free port, a check it answers, a clean stop (05)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -13,11 +16,65 @@ from typing import Any
 __all__ = ["tensorboard_binary", "free_port", "running_tensorboards", "check_tensorboard", "stop_tensorboards"]
 
 
+_WRAPPER = """#!{python}
+# TensorBoard for notebook 05, ended with the process that started it (written by helpers.monitor.board).
+import ctypes, os, signal, sys
+parent = int(os.environ.get("{env}", "0"))
+if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0) == 0 and parent and os.getppid() != parent:
+    try:
+        os.kill(parent, 0)
+    except ProcessLookupError:
+        sys.exit(0)  # the kernel that started us died before PR_SET_PDEATHSIG was set
+    except PermissionError:
+        pass
+os.execv({target!r}, [{target!r}] + sys.argv[1:])
+"""
+_PARENT_ENV = "BEYOND_ONE_GPU_TENSORBOARD_PARENT"
+_MARK = "bog-tensorboard-"
+_WRAPPER_DIR: list[Path] = []
+
+
+def _private_folder() -> Path:
+    """A folder of this user's only (mode 700) for the wrapper: a shared /tmp name may be someone else's."""
+    if _WRAPPER_DIR and _WRAPPER_DIR[0].is_dir():
+        return _WRAPPER_DIR[0]
+    path = Path(tempfile.gettempdir()) / f"{_MARK}{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        st = path.lstat()
+        if path.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise PermissionError(f"{path} is not private to this user")
+    except OSError:
+        path = Path(tempfile.mkdtemp(prefix=_MARK))  # mkdtemp makes it mode 700
+    _WRAPPER_DIR[:] = [path]
+    return path
+
+
 def tensorboard_binary() -> str:
-    """Point TensorBoard's notebook magic at this environment's ``tensorboard`` (05)."""
+    """Point TensorBoard's notebook magic at this environment's ``tensorboard``, ended with this kernel (05).
+
+    ``%tensorboard`` starts the server as a child of the kernel, and nothing stopped it when the
+    kernel was killed (a crash, the OOM killer): it kept serving, and holding its port. On Linux
+    the binary given to the magic is a small wrapper that has the operating system send the server
+    SIGTERM when the kernel dies (``PR_SET_PDEATHSIG``), then becomes the real ``tensorboard``.
+    """
     exe = Path(sys.executable).parent / "tensorboard"
-    if exe.exists():
-        os.environ["TENSORBOARD_BINARY"] = str(exe)
+    target = str(exe) if exe.exists() else shutil.which(os.environ.get("TENSORBOARD_BINARY", "tensorboard"))
+    if target and sys.platform.startswith("linux") and _MARK not in target:
+        os.environ[_PARENT_ENV] = str(os.getpid())
+        text = _WRAPPER.format(python=sys.executable, env=_PARENT_ENV, target=target)
+        wrapper = _private_folder() / f"tensorboard-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+        if os.statvfs(wrapper.parent).f_flag & getattr(os, "ST_NOEXEC", 0):  # a /tmp that runs no programs
+            os.environ["TENSORBOARD_BINARY"] = target
+            return target
+        if not wrapper.exists():
+            tmp = wrapper.with_suffix(f".{os.getpid()}")
+            tmp.write_text(text)
+            tmp.chmod(0o700)
+            os.replace(tmp, wrapper)
+        target = str(wrapper)
+    if target:
+        os.environ["TENSORBOARD_BINARY"] = target
     return os.environ.get("TENSORBOARD_BINARY", "tensorboard")
 
 

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
+
+from ..core.logger import _wandb_chunks, wandb_file_complete
 
 __all__ = ["read_back", "summarize_read_back", "read_wandb_run"]
 
@@ -74,42 +75,22 @@ def summarize_read_back(back: dict) -> str:
     return "\n".join(lines)
 
 
-def _wandb_chunks(data: bytes):
-    """Records of a ``.wandb`` file: a LevelDB-style log (32 KiB blocks, 7-byte record headers)."""
-    if data[:4] != b":W&B":
-        raise ValueError("not a W&B run file (missing the ':W&B' header)")
-    pos, block, buf = 7, 32768, b""
-    while pos + 7 <= len(data):
-        left = block - pos % block
-        if left < 7:
-            pos += left
-            continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
-        pos += 7
-        if kind == 0:  # zero padding to the end of the block
-            pos += left - 7
-            continue
-        chunk = data[pos:pos + length]
-        pos += length
-        if kind == 1:
-            yield chunk
-        elif kind == 2:
-            buf = chunk
-        elif kind == 3:
-            buf += chunk
-        elif kind == 4:
-            yield buf + chunk
+def read_wandb_run(run_dir: str | Path, timeout: float = 30.0) -> dict:
+    """History rows, config and record counts of an offline W&B run, from its ``.wandb`` file (05).
 
-
-def read_wandb_run(run_dir: str | Path) -> dict:
-    """History rows, config and record counts of an offline W&B run, from its ``.wandb`` file (05)."""
+    Waits (up to ``timeout`` seconds) until W&B has written the file to its end: wandb-core writes
+    the last records when it closes the run, a moment after ``run.finish()`` returns.
+    ``"complete"`` says whether it had; False means a run still going, or one that crashed.
+    """
     from wandb.proto import wandb_internal_pb2
 
     files = sorted(Path(run_dir).glob("run-*.wandb"))
     if not files:
         raise FileNotFoundError(f"no run-*.wandb file in {run_dir}; pass the run folder (…/wandb/offline-run-…)")
+    complete = wandb_file_complete(run_dir, timeout)
+    data = files[0].read_bytes()
     history, config, kinds = [], {}, {}
-    for chunk in _wandb_chunks(files[0].read_bytes()):
+    for chunk in _wandb_chunks(data) if data else ():
         rec = wandb_internal_pb2.Record()
         rec.ParseFromString(chunk)
         kind = rec.WhichOneof("record_type")
@@ -122,4 +103,4 @@ def read_wandb_run(run_dir: str | Path) -> dict:
         elif kind == "config":
             for u in rec.config.update:
                 config[u.key] = json.loads(u.value_json)
-    return {"history": history, "config": config, "records": kinds}
+    return {"history": history, "config": config, "records": kinds, "complete": complete}

@@ -23,6 +23,11 @@ from ..core.train import evaluate, train_one_epoch
 
 __all__ = ["train_with_bars", "write_all_summaries", "profile_training"]
 
+# what write_all_summaries writes, and so all it may remove on a rerun: event files (its own run, and the
+# sub-runs add_scalars and add_hparams make), the projector's config and the embedding's folder
+_SUMMARY_FILES = ("events.out.tfevents.*", "*/events.out.tfevents.*", "projector_config.pbtxt",
+                  "[0-9][0-9][0-9][0-9][0-9]/*")
+
 
 def train_with_bars(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader, epochs: int = 3,
                     lr: float = 3e-3, rank: int = 0) -> list[dict]:
@@ -59,12 +64,23 @@ def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str
     and a mesh. ``log_dir`` must be new or empty, or written by an earlier call: a rerun replaces
     only the files this function wrote (:class:`helpers.files.OwnedFolder`).
     """
+    folder = OwnedFolder(log_dir, "write_all_summaries", writes=_SUMMARY_FILES)
+    log_dir = folder.claim()
+    try:
+        out = _write_all(log_dir, model, loaders, epochs, lr)
+    except BaseException:
+        folder.release()  # the folder is free for the rerun, which clears what this one wrote
+        raise
+    folder.seal()
+    return out
+
+
+def _write_all(log_dir: Path, model: nn.Module, loaders: dict[str, DataLoader], epochs: int, lr: float) -> dict:
+    """The body of :func:`write_all_summaries`, into a claimed folder."""
     import matplotlib.pyplot as plt
     import torchvision
     from torch.utils.tensorboard import SummaryWriter
 
-    folder = OwnedFolder(log_dir, "write_all_summaries")
-    log_dir = folder.claim()
     w = SummaryWriter(str(log_dir))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     device = model_device(model)
@@ -105,7 +121,6 @@ def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str
     hparams = {"lr": lr, "epochs": epochs, "model": type(model).__name__}
     w.add_hparams(hparams, {"hparam/val_acc": val["acc"]}, run_name="hparams")  # writes a sub-run
     w.close()
-    folder.seal()
     return {"epochs": epochs, "last": {"loss/val": val["loss"], "acc/val": val["acc"]}, "hist_tags": hist_tags,
             "hparams": hparams, "embedding_points": 100}
 
