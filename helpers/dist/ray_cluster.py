@@ -3,7 +3,9 @@
 :func:`init_ray` starts Ray (``ray.init``), or a cluster with ``ray start --head`` and
 ``ray start --address=…`` on 127.0.0.1 protected by a token, and connects this notebook as its
 driver; :func:`shutdown_ray` ends every process of that Ray session, and a watchdog does if the
-kernel dies first. Every process of a session is found by the session's own folder.
+kernel dies first. Every process of a session is found by the session's own folder. Ray's own
+processes stay off the network (:func:`_offline_env`), and :func:`keep_stop_handlers` gives
+Jupyter's Stop back after a Tune (or Train) run.
 """
 from __future__ import annotations
 
@@ -11,10 +13,14 @@ import logging
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from ..core.procs import end_processes, session_processes, watch_parent
 
@@ -56,10 +62,82 @@ def ray_temp_dir() -> Path:
     return path
 
 
-def _ray_cli(*args: str, timeout: float = 90) -> None:
-    """Run ``ray ARGS`` (the CLI of this environment's Ray); raise with its output if it fails."""
+def _offline_env(session: Path) -> dict[str, str]:
+    """The environment of Ray's own processes (not the trials'): usage stats off, and no cloud probe (04).
+
+    ``RAY_USAGE_STATS_ENABLED=0`` alone does not keep Ray 2.x off the network. Its dashboard
+    process (started even with ``include_dashboard=False``, for usage stats) first asks the cloud
+    metadata services which cloud it runs on (169.254.169.254 twice and ``metadata.google.internal``:
+    ``usage_lib.get_cloud_from_metadata_requests``) unless ``~/ray_bootstrap_config.yaml`` exists,
+    before it looks whether usage stats are on; and a cluster of ``ray start`` nodes then tells
+    usage-stats.ray.io that they are off. So Ray's processes get a ``HOME`` of their own in the
+    session's folder, holding an empty bootstrap config, and a report URL no request can go to.
+    Trials get the real ``HOME`` back (:func:`_worker_runtime_env`). If the reader turned usage
+    stats on (``RAY_USAGE_STATS_ENABLED=1``), Ray's defaults stay.
+    """
+    if os.environ.get("RAY_USAGE_STATS_ENABLED", "0") != "0":
+        return {}
+    home = session / "home"
+    home.mkdir(exist_ok=True)
+    (home / "ray_bootstrap_config.yaml").write_text("{}\n")  # no cluster config: no cloud to detect
+    return {"RAY_USAGE_STATS_ENABLED": "0", "RAY_USAGE_STATS_REPORT_URL": "offline://", "HOME": str(home)}
+
+
+def _worker_runtime_env(env: dict[str, str]) -> dict | None:
+    """The job's ``runtime_env``: tasks and trials see the reader's own ``HOME``, not the one of Ray's processes."""
+    if "HOME" not in env:
+        return None
+    return {"env_vars": {"HOME": os.environ.get("HOME") or os.path.expanduser("~")}}
+
+
+@contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` updated with ``env`` inside the block (for the processes ``ray.init`` starts), restored after."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextmanager
+def keep_stop_handlers() -> Iterator[None]:
+    """Put back the SIGINT (Jupyter's Stop, Ctrl+C) and SIGUSR1 handlers after a Ray Tune or Train run (04, 10).
+
+    ``Tuner.fit()`` installs its own handler (a first Stop ends the run gracefully) and leaves it
+    installed when it returns or raises, one per run, each passing the next Stop to the one before:
+    after two runs, the next two Stops in the kernel only end runs that are already over. Every
+    ``fit()`` of the course runs inside this block, which restores what was installed before.
+
+    Example::
+
+        with keep_stop_handlers():
+            grid = tuner.fit()
+    """
+    if threading.current_thread() is not threading.main_thread():  # only the main thread has handlers
+        yield
+        return
+    saved = {s: signal.getsignal(s) for s in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            if handler is not None:  # None: installed outside Python, cannot be put back
+                signal.signal(s, handler)
+
+
+_STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGUSR1") if hasattr(signal, n))
+
+
+def _ray_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> None:
+    """Run ``ray ARGS`` (the CLI of this environment's Ray) with ``env`` added; raise with its output if it fails."""
     cmd = [sys.executable, "-m", "ray.scripts.scripts", *args]
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if r.returncode:
         raise RuntimeError(f"`ray {' '.join(args)}` failed:\n{(r.stdout + r.stderr)[-2000:]}")
@@ -73,7 +151,8 @@ def init_ray(num_cpus: int | None = None, nodes: int = 1, quiet: bool = True) ->
     127.0.0.1, the CPUs split between them (GPUs go to the head node), and this notebook connects
     as the driver. Calling it again reuses what runs; asking for another size while Ray runs
     raises, saying to call :func:`shutdown_ray` first. Ray's processes are cleaned up by
-    :func:`shutdown_ray`, and by a watchdog if the kernel dies first.
+    :func:`shutdown_ray`, and by a watchdog if the kernel dies first; they make no network call
+    (usage stats off, no cloud-metadata probe: :func:`_offline_env`).
 
     Example::
 
@@ -130,18 +209,22 @@ def _start_ray(cpus: int, nodes: int, log_level: int, log_to_driver: bool) -> No
     os.environ["BEYOND_ONE_GPU_SESSION"] = _SESSION[0]
     try:
         _WATCHDOG = watch_parent(marker=_SESSION[0])  # if this kernel dies, its Ray processes go too
+        env = _offline_env(temp)
+        workers = _worker_runtime_env(env)  # the reader's HOME, read before it changes below
         if nodes == 1:
-            ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=log_to_driver, logging_level=log_level,
-                     _temp_dir=str(temp), configure_logging=True)
+            with _environ(env):  # ray.init starts Ray's processes from this one: they inherit its environment
+                ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=log_to_driver, logging_level=log_level,
+                         _temp_dir=str(temp), configure_logging=True, runtime_env=workers)
             return
         port = _free_port()
         share = [cpus // nodes + (i < cpus % nodes) for i in range(nodes)]
         common = ["--node-ip-address=127.0.0.1", "--disable-usage-stats", f"--temp-dir={temp}"]
-        _ray_cli("start", "--head", f"--port={port}", f"--num-cpus={share[0]}", "--include-dashboard=false", *common)
+        _ray_cli("start", "--head", f"--port={port}", f"--num-cpus={share[0]}", "--include-dashboard=false", *common,
+                 env=env)
         for c in share[1:]:
-            _ray_cli("start", f"--address=127.0.0.1:{port}", f"--num-cpus={c}", "--num-gpus=0", *common)
+            _ray_cli("start", f"--address=127.0.0.1:{port}", f"--num-cpus={c}", "--num-gpus=0", *common, env=env)
         ray.init(address=f"127.0.0.1:{port}", log_to_driver=log_to_driver, logging_level=log_level,
-                 configure_logging=True)
+                 configure_logging=True, runtime_env=workers)
     finally:
         os.environ.pop("BEYOND_ONE_GPU_SESSION", None)  # Ray's processes have it; later ones of this kernel must not
 

@@ -42,6 +42,8 @@ class Channel:
 class _Writer(io.TextIOBase):
     """``sys.stdout``/``sys.stderr`` in a rank: what is written goes to the launcher at once."""
 
+    encoding = "utf-8"  # what the launcher's side prints: tqdm then draws its bar with block characters
+
     def __init__(self, channel: Channel, stream: str) -> None:
         self.channel, self.stream = channel, stream
 

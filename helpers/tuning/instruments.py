@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from ..core.i18n import tr
+from ..dist.ray_cluster import keep_stop_handlers
+
 __all__ = ["METRIC", "MODE", "toy_objective", "grid_vs_random", "toy_1d", "bayes_opt_steps", "asha_rungs",
-           "summarize", "OLD_TO_NEW", "old_api_errors"]
+           "TrialsFailed", "summarize", "OLD_TO_NEW", "old_api_errors"]
 
 
 METRIC = "val_acc"  # what the trainable reports each epoch
@@ -85,6 +89,30 @@ def asha_rungs(max_t: int, grace_period: int = 1, reduction_factor: int = 3) -> 
     return [grace_period * reduction_factor ** k for k in range(n)]
 
 
+class TrialsFailed(RuntimeError):
+    """Every trial of a Tune run raised: the trainable's own error first, then what to do (04).
+
+    Raised from Ray's report of the first failed trial (its ``__cause__``), whose long header and
+    worker traceback stay out of the message. In Jupyter only the message is shown.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for this error: the message alone (Ray's full report is ``__cause__``)."""
+        return [f"{type(self).__name__}: {self}"]
+
+
+def _trial_cause(error: BaseException) -> str:
+    """``Type: message`` of what the trainable raised, from Ray's report of a failed trial (one line, no colours)."""
+    cause = getattr(error, "cause", None)  # RayTaskError: the trainable's own exception, as raised in the worker
+    if isinstance(cause, BaseException):
+        text = f"{type(cause).__name__}: {cause}"
+    else:  # another kind of failure: Ray's report ends with the exception's own line
+        lines = [ln for ln in str(error).strip().splitlines() if ln.strip()]
+        text = lines[-1] if lines else type(error).__name__
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def summarize(grid: Any, seconds: float) -> dict:
     """Learning curves, epochs spent and the best trial of a ``ResultGrid`` (04).
 
@@ -92,10 +120,10 @@ def summarize(grid: Any, seconds: float) -> dict:
     never started) are counted, not summarised; ``interrupted`` says whether the experiment
     ended before every trial finished.
     """
-    curves, configs, errors, silent = [], [], 0, 0
+    curves, configs, failed, silent = [], [], [], 0
     for r in grid:
         if r.error:
-            errors += 1
+            failed.append(r)
             continue
         df = r.metrics_dataframe
         if df is None or METRIC not in df:
@@ -104,10 +132,23 @@ def summarize(grid: Any, seconds: float) -> dict:
         curves.append([float(v) for v in df[METRIC]])
         configs.append(_plain(r.config))
     interrupted = grid.num_terminated + grid.num_errors < len(grid)
+    errors = len(failed)
+    if failed and not curves:
+        first = failed[0]
+        config = {k: v for k, v in (first.config or {}).items() if k not in ("max_epochs", "seed")}
+        raise TrialsFailed(tr(
+            "tuning.trials_failed",
+            "{cause}\nThe trainable raised this in {failed} of {total} trials (the first with config {config}). "
+            "Check the search space (space=): every key the trainable reads needs values it accepts, e.g. lr > 0 "
+            "and positive ints for hidden and batch_size; search_space() builds one and checks it first.\n"
+            "Ray's full report of the trial is this error's __cause__ (and error.txt in {path}).",
+            cause=_trial_cause(first.error), failed=errors, total=len(grid), config=repr(config)[:200],
+            path=getattr(first, "path", None) or "the trial's folder")) from first.error
+    if failed:
+        print(tr("tuning.some_failed", "{failed} of {total} trials failed, the first with {cause}; the summary "
+                 "covers the trials that reported.", failed=errors, total=len(grid),
+                 cause=_trial_cause(failed[0].error)))
     if not curves:
-        first = next((r.error for r in grid if r.error), None)
-        if first is not None:
-            raise RuntimeError(f"every trial failed ({errors}); the first error: {first}")
         raise RuntimeError(f"no trial reported a result ({len(grid)} started)"
                            + ("; the experiment was stopped before any epoch ended" if interrupted else ""))
     best = max(range(len(curves)), key=lambda i: max(curves[i]))
@@ -158,8 +199,9 @@ def old_api_errors(storage: str | Path = "ray_results") -> dict:
         for q in quiet:  # the failing trials are the point here: keep Tune from printing their tracebacks too
             q.setLevel(logging.CRITICAL)
         try:
-            grid = tune.Tuner(fn, run_config=tune.RunConfig(name=fn.__name__.strip("_"), verbose=0,
-                                                            storage_path=str(Path(storage).resolve()))).fit()
+            with keep_stop_handlers():  # fit() leaves Tune's own SIGINT handler installed: Stop would be lost
+                grid = tune.Tuner(fn, run_config=tune.RunConfig(name=fn.__name__.strip("_"), verbose=0,
+                                                                storage_path=str(Path(storage).resolve()))).fit()
         finally:
             for q, lv in zip(quiet, levels):
                 q.setLevel(lv)

@@ -17,6 +17,7 @@ from ..core.data import make_loaders
 from ..core.device import get_device
 from ..core.models import DigitsCNN
 from ..core.train import evaluate, train, train_one_epoch
+from ..dist.ray_cluster import _environ, keep_stop_handlers
 from .instruments import METRIC, MODE, summarize
 
 if TYPE_CHECKING:  # Ray is imported lazily: importing helpers never starts it
@@ -171,7 +172,10 @@ def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: str = 
     ``scheduler`` and ``searcher`` name what :func:`make_scheduler` and :func:`make_searcher`
     build. The summary (``helpers.tuning.instruments.summarize``) holds every trial's learning
     curve, the epochs spent, the best configuration and its accuracy; a run stopped with
-    Jupyter's Stop is summarised from the trials that reported.
+    Jupyter's Stop is summarised from the trials that reported. If every trial fails (a search
+    space the trainable cannot use, say), it raises ``TrialsFailed``, whose first line is the
+    trainable's own error; Ray's report is chained to it. The SIGINT handler Tune installs for the
+    run is removed after it, so the next Stop interrupts the kernel as usual.
 
     Example::
 
@@ -185,8 +189,10 @@ def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: str = 
     tuner = build_tuner(name, space, make_scheduler(scheduler, max_t, grace_period, reduction_factor),
                         make_searcher(searcher, seed), num_samples, storage, verbose)
     t0 = time.perf_counter()
-    with warnings.catch_warnings():  # BOHB's ConfigSpace/pandas/statsmodels stack warns about defaults
-        warnings.simplefilter("ignore", FutureWarning)
+    # Tune's SIGINT handler goes with the run (else the next Stop is lost), and so does its full traceback
+    # of every failed trial (TUNE_PRINT_ALL_TRIAL_ERRORS): summarize says what failed, in one line
+    with warnings.catch_warnings(), keep_stop_handlers(), _environ({"TUNE_PRINT_ALL_TRIAL_ERRORS": "0"}):
+        warnings.simplefilter("ignore", FutureWarning)  # BOHB's ConfigSpace/pandas/statsmodels stack warns
         warnings.filterwarnings("ignore", category=RuntimeWarning, module="statsmodels")
         grid = tuner.fit()
     out = summarize(grid, time.perf_counter() - t0)

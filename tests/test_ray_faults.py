@@ -1,0 +1,169 @@
+"""Ray under faults (issue 21: green on a busy machine, nothing lost, no hang): the Stop button after
+tuning, a bad search space, and Ray's own processes when offline. Each test failed before its fix.
+
+Every Ray session started here is shut down, and no process of it is left (checked with psutil).
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from helpers import tuning as T
+from helpers.core.procs import session_processes
+from helpers.dist import ray_cluster as RC
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    """One small Ray session (one CPU) for this module's tuning runs; nothing of it is left afterwards."""
+    RC.init_ray(num_cpus=1)
+    session = RC._SESSION[0]
+    try:
+        yield session
+    finally:
+        RC.shutdown_ray()
+        assert not session_processes(session), "Ray processes outlived shutdown_ray()"
+
+
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler for the test's duration (a suite started in the background ignores SIGINT)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _stop_pressed() -> None:
+    """Deliver SIGINT to the main thread, as Jupyter's Stop does, and give the handler time to run."""
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+    for _ in range(50):
+        time.sleep(0.1)
+
+
+# --- the Stop button after a tuning run ------------------------------------------------------------
+
+def test_stop_interrupts_the_kernel_after_a_tuning_run(ray_session, default_sigint, tmp_path):
+    usr1 = signal.getsignal(signal.SIGUSR1)
+    out = T.run_tuner("stop_after", num_samples=1, max_t=1, scheduler="fifo", storage=tmp_path, verbose=0)
+    assert out["trials"] == 1
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, signal.getsignal(signal.SIGINT)
+    assert signal.getsignal(signal.SIGUSR1) == usr1
+    with pytest.raises(KeyboardInterrupt):
+        _stop_pressed()
+
+
+# --- a search space the trainable cannot use ---------------------------------------------------------
+
+def test_a_bad_search_space_says_the_trainables_error_first(ray_session, default_sigint, tmp_path, capfd):
+    import ray.exceptions
+
+    with pytest.raises(T.TrialsFailed) as info:
+        T.run_tuner("bad_lr", num_samples=2, max_t=1, scheduler="fifo", storage=tmp_path, verbose=0,
+                    space={"lr": -1e-3, "hidden": 16, "batch_size": 64})
+    message = str(info.value)
+    lines = message.splitlines()
+    assert lines[0] == "ValueError: Invalid learning rate: -0.001", message
+    assert "search space" in message and "2 of 2 trials" in message
+    assert "\x1b[" not in message and "Traceback" not in message and len(lines) <= 4, message
+    assert isinstance(info.value.__cause__, ray.exceptions.RayError)          # Ray's own report, chained
+    assert info.value._render_traceback_()[0].startswith("TrialsFailed: ValueError: Invalid learning rate")
+    printed = capfd.readouterr()
+    assert "Trial task failed" not in printed.out + printed.err, "Tune still printed each failed trial's traceback"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler     # a failed run gives Stop back too
+
+
+# --- Ray's own processes stay off the network ----------------------------------------------------------
+
+# A spy in every Python process started with this PYTHONPATH (the driver and each of Ray's processes):
+# every name lookup and every TCP/UDP connection, written to a file of its own per process.
+_SPY = '''
+import os, socket, sys
+_DIR = os.environ.get("NET_SPY_DIR")
+if _DIR:
+    def _note(kind, what):
+        with open(os.path.join(_DIR, "%d.txt" % os.getpid()), "a") as f:
+            f.write("%s\\t%s\\t%s\\n" % (kind, what, " ".join(sys.argv)[:160]))
+    _note("start", "")
+    _gai = socket.getaddrinfo
+    def getaddrinfo(host, *a, **k):
+        _note("lookup", host.decode() if isinstance(host, bytes) else host)
+        return _gai(host, *a, **k)
+    socket.getaddrinfo = getaddrinfo
+    _connect, _connect_ex = socket.socket.connect, socket.socket.connect_ex
+    def connect(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            _note("connect", address[0])
+        return _connect(self, address)
+    def connect_ex(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            _note("connect", address[0])
+        return _connect_ex(self, address)
+    socket.socket.connect, socket.socket.connect_ex = connect, connect_ex
+'''
+
+_RAY_JOBS = textwrap.dedent('''
+    import glob, json, os, sys, time
+    from helpers.dist import ray_cluster as rc
+    import ray
+    out = {}
+    for nodes in (1, 2):
+        rc.init_ray(num_cpus=2, nodes=nodes)
+        session = rc._SESSION[0]
+        home = ray.get(ray.remote(lambda: os.environ.get("HOME")).remote())   # a tiny job
+        deadline = time.monotonic() + 60   # the dashboard asks its questions right after it starts
+        while time.monotonic() < deadline and not any(
+                "Usage reporting is" in open(f).read() for f in glob.glob(session + "/session_*/logs/dashboard.log")):
+            time.sleep(0.5)
+        time.sleep(2)
+        rc.shutdown_ray()
+        out[nodes] = {"session": session, "task_home": home}
+    print("RESULT", json.dumps(out), flush=True)
+''')
+
+
+def _local(host: str) -> bool:
+    """Loopback, or an address of this machine itself (Ray's agents resolve the node's own IP)."""
+    if host in (None, "", "None", "localhost"):   # None: getaddrinfo(None, port), an address to bind to
+        return True
+    try:
+        ip = ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        return False      # a name: resolving it may ask a DNS server
+    own = {a.address.split("%")[0] for addrs in psutil.net_if_addrs().values() for a in addrs}
+    return ip.is_loopback or ip.is_unspecified or str(ip) in own
+
+
+def test_ray_makes_no_network_call_when_offline(tmp_path):
+    """init_ray (one node, then two) and a tiny job each: no name lookup and no connection leaves this machine,
+    from the driver or from any of Ray's processes (no cloud metadata probe, no usage-stats report)."""
+    spy, calls = tmp_path / "spy", tmp_path / "calls"
+    spy.mkdir()
+    calls.mkdir()
+    (spy / "sitecustomize.py").write_text(_SPY)
+    env = {**os.environ, "NET_SPY_DIR": str(calls), "PYTHONPATH": os.pathsep.join(
+        [str(spy), str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])}
+    env.pop("RAY_USAGE_STATS_ENABLED", None)
+    r = subprocess.run([sys.executable, "-c", _RAY_JOBS], env=env, capture_output=True, text=True, timeout=400)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    result = json.loads(r.stdout.split("RESULT", 1)[1])
+    seen = [line.split("\t") for f in calls.glob("*.txt") for line in f.read_text().splitlines()]
+    started = [who for kind, _, who in seen if kind == "start"]
+    assert sum("ray/dashboard/dashboard.py" in who for who in started) == 2, started  # the spy was in every process
+    outside = [(kind, host, who[:100]) for kind, host, who in seen if kind != "start" and not _local(host)]
+    assert outside == [], "\n".join(map(str, outside))
+    for nodes, run in result.items():
+        assert run["task_home"] == os.environ.get("HOME"), (nodes, run)   # tasks see the reader's HOME
+        assert not session_processes(run["session"]), f"Ray processes left after nodes={nodes}"
