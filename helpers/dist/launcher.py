@@ -240,9 +240,7 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
             p.start()
             pipes[r][1].close()  # the rank holds the only writing end: when it dies, its pipe ends
             readers.append(relay.read_into(pipes[r][0], r, inbox))
-        _wait_for_results(procs, run, inbox, deadline, timeout)
-        for p in procs:  # each rank sends its result last, after its own cleanup: it is about to exit
-            p.join(max(0.0, min(5.0, deadline - time.monotonic())))
+        _wait_for_results(procs, run, inbox, deadline, timeout)  # a rank's result comes after its cleanup
     except KeyboardInterrupt:
         _end(procs)
         procs = []  # ended
