@@ -97,3 +97,16 @@ def pytest_sessionfinish(session, exitstatus):
         end_processes(left)
         print("\nProcesses left behind by the test suite (now ended):\n  " + "\n  ".join(names))
         session.exitstatus = 1
+
+
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler for the test's duration: a suite started as a background job (``nohup pytest
+    &``) inherits SIGINT ignored, and a drill of the Stop button would press a button that does nothing."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -317,14 +317,16 @@ def test_a_stale_tensorboard_entry_never_kills_the_process_that_reused_its_pid(t
 # --- shared temporary folders -------------------------------------------------------------------------------
 
 def test_ray_uses_a_private_folder_even_if_someone_made_the_usual_one_open_to_all(tmp_path, monkeypatch):
-    monkeypatch.setattr(RC.tempfile, "gettempdir", lambda: str(tmp_path))
-    monkeypatch.setattr(RC, "_TEMP_DIR", None)
+    from helpers.core import files as F
+
+    monkeypatch.setattr(F.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(F, "_PRIVATE", {})
     usual = tmp_path / f"bog-ray-{os.getuid()}"
     usual.mkdir()
     usual.chmod(0o777)
     got = RC.ray_temp_dir()
     assert got != usual and got.stat().st_mode & 0o777 == 0o700 and got.stat().st_uid == os.getuid()
-    monkeypatch.setattr(RC, "_TEMP_DIR", None)
+    monkeypatch.setattr(F, "_PRIVATE", {})
     usual.chmod(0o700)
     assert RC.ray_temp_dir() == usual
 

@@ -29,12 +29,10 @@ def _wait_for(predicate, seconds: float, what: str) -> None:
 
 
 @pytest.fixture
-def stop_button():
+def stop_button(default_sigint):
     """``press()`` does what Jupyter's Stop does to the notebook's process: SIGINT to its main thread."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     main = threading.main_thread().ident
-    yield lambda: signal.pthread_kill(main, signal.SIGINT)
-    signal.signal(signal.SIGINT, previous)
+    return lambda: signal.pthread_kill(main, signal.SIGINT)
 
 
 def _press_when(press, *conditions) -> threading.Thread:

@@ -36,16 +36,6 @@ def ray_session():
         assert not session_processes(session), "Ray processes outlived shutdown_ray()"
 
 
-@pytest.fixture
-def default_sigint():
-    """Python's own SIGINT handler for the test's duration (a suite started in the background ignores SIGINT)."""
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, before)
-
-
 def _stop_pressed() -> None:
     """Deliver SIGINT to the main thread, as Jupyter's Stop does, and give the handler time to run."""
     signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)

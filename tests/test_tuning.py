@@ -73,16 +73,6 @@ def _stop_interrupts() -> bool:
     return False
 
 
-@pytest.fixture
-def default_sigint():
-    """Python's own SIGINT handler for the test (a suite started in the background ignores SIGINT)."""
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, before)
-
-
 def test_a_tuning_run_that_raises_still_gives_the_stop_button_back(monkeypatch, default_sigint):
     from helpers.tuning import recipe as R
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import tempfile
 import time
 import weakref
 from pathlib import Path
@@ -39,6 +40,29 @@ _HELD: "weakref.WeakValueDictionary[str, OwnedFolder]" = weakref.WeakValueDictio
 
 class FolderInUseError(FileExistsError):
     """The folder is being written by a live helper, in this process or another; nothing was changed (05)."""
+
+
+_PRIVATE: dict[str, Path] = {}
+
+
+def private_folder(prefix: str) -> Path:
+    """This user's own folder ``<tmp>/<prefix><uid>`` (mode 700), made once per process (04, 05).
+
+    A fixed shared name in /tmp can already exist on a shared machine, made by someone else and
+    writable by all: if it is not ours and private, a fresh ``mkdtemp`` folder (mode 700) is used.
+    """
+    if prefix in _PRIVATE and _PRIVATE[prefix].is_dir():
+        return _PRIVATE[prefix]
+    path = Path(tempfile.gettempdir()) / f"{prefix}{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        st = path.lstat()
+        if path.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise PermissionError(f"{path} is not private to this user")
+    except OSError:
+        path = Path(tempfile.mkdtemp(prefix=prefix))
+    _PRIVATE[prefix] = path
+    return path
 
 
 def user_path(path: str | os.PathLike) -> Path:

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from ..core.files import private_folder
 from ..core.procs import end_processes, session_processes, watch_parent
 
 # The clusters init_ray starts are protected by a token (Ray's token authentication): every node and
@@ -31,7 +32,6 @@ os.environ.setdefault("RAY_AUTH_MODE", "token")
 os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
 
 
-_TEMP_DIR: Path | None = None
 
 
 _WATCHDOG = None  # the process that cleans up Ray if this kernel dies first
@@ -47,19 +47,7 @@ def ray_temp_dir() -> Path:
     machine, made by someone else and writable by all. If the usual folder is not ours and
     private, a fresh one is made.
     """
-    global _TEMP_DIR
-    if _TEMP_DIR is not None and _TEMP_DIR.is_dir():
-        return _TEMP_DIR
-    path = Path(tempfile.gettempdir()) / f"bog-ray-{os.getuid()}"
-    try:
-        path.mkdir(mode=0o700, exist_ok=True)
-        st = path.lstat()
-        if path.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o077:
-            raise PermissionError(f"{path} is not private to this user")
-    except OSError:
-        path = Path(tempfile.mkdtemp(prefix="bog-ray-"))  # mkdtemp makes it mode 700
-    _TEMP_DIR = path
-    return path
+    return private_folder("bog-ray-")
 
 
 def _offline_env(session: Path) -> dict[str, str]:

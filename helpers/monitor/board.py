@@ -7,11 +7,12 @@ import os
 import shutil
 import socket
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from ..core.files import private_folder
 
 __all__ = ["tensorboard_binary", "free_port", "running_tensorboards", "check_tensorboard", "stop_tensorboards"]
 
@@ -31,23 +32,6 @@ os.execv({target!r}, [{target!r}] + sys.argv[1:])
 """
 _PARENT_ENV = "BEYOND_ONE_GPU_TENSORBOARD_PARENT"
 _MARK = "bog-tensorboard-"
-_WRAPPER_DIR: list[Path] = []
-
-
-def _private_folder() -> Path:
-    """A folder of this user's only (mode 700) for the wrapper: a shared /tmp name may be someone else's."""
-    if _WRAPPER_DIR and _WRAPPER_DIR[0].is_dir():
-        return _WRAPPER_DIR[0]
-    path = Path(tempfile.gettempdir()) / f"{_MARK}{os.getuid()}"
-    try:
-        path.mkdir(mode=0o700, exist_ok=True)
-        st = path.lstat()
-        if path.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o077:
-            raise PermissionError(f"{path} is not private to this user")
-    except OSError:
-        path = Path(tempfile.mkdtemp(prefix=_MARK))  # mkdtemp makes it mode 700
-    _WRAPPER_DIR[:] = [path]
-    return path
 
 
 def tensorboard_binary() -> str:
@@ -63,7 +47,7 @@ def tensorboard_binary() -> str:
     if target and sys.platform.startswith("linux") and _MARK not in target:
         os.environ[_PARENT_ENV] = str(os.getpid())
         text = _WRAPPER.format(python=sys.executable, env=_PARENT_ENV, target=target)
-        wrapper = _private_folder() / f"tensorboard-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+        wrapper = private_folder(_MARK) / f"tensorboard-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
         if os.statvfs(wrapper.parent).f_flag & getattr(os, "ST_NOEXEC", 0):  # a /tmp that runs no programs
             os.environ["TENSORBOARD_BINARY"] = target
             return target
