@@ -250,11 +250,13 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
         _end(procs)
         for t in readers:
             t.join(1.0)  # every rank is gone: its pipe has ended, unless a process it started outlived it
-        run.receive(inbox, wait=0.0)
+        while not inbox.empty():
+            run.receive(inbox, wait=0.0)
         relay.flush()
-        for r_end, w_end in pipes:
-            r_end.close()
+        for (r_end, w_end), t in zip(pipes, readers + [None] * nprocs):
             w_end.close()
+            if t is None or not t.is_alive():  # a reader still waiting keeps its end: its fd is not reused
+                r_end.close()
         del store
     return [run.results[r] for r in range(nprocs)]
 
