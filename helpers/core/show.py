@@ -15,16 +15,29 @@ from typing import Any
 _ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def source(obj: Any) -> str:
-    """The source of a function, class or module, as written in its file (01 onwards)."""
+def _unwrap(obj: Any) -> Any:
+    """The function a decorator wrapped (``functools.wraps`` sets ``__wrapped__``), else ``obj`` itself."""
     try:
-        return inspect.getsource(obj)
+        return inspect.unwrap(obj)
+    except ValueError:  # a cycle of __wrapped__: show what we were given
+        return obj
+
+
+def source(obj: Any) -> str:
+    """The source of a function, class or module, as written in its file, decorators included (01 onwards)."""
+    try:
+        return inspect.getsource(_unwrap(obj))
     except (TypeError, OSError) as e:
         raise TypeError(f"show() needs a function, class or module defined in a file, got {obj!r} ({e})") from None
 
 
 def where(obj: Any) -> str:
-    """``path:line`` of ``obj``'s definition, relative to the course folder when it is inside it (01 onwards)."""
+    """``path:line`` of ``obj``'s definition, relative to the course folder when it is inside it (01 onwards).
+
+    A decorated function is named by its own file, not the decorator's (``@record`` wraps
+    ``helpers.ddp.script.main`` in a function defined in torch's files).
+    """
+    obj = _unwrap(obj)
     path = Path(inspect.getsourcefile(obj) or "?").resolve()
     line = inspect.getsourcelines(obj)[1] if not inspect.ismodule(obj) else 1
     try:
