@@ -266,35 +266,6 @@ def test_ranks_end_when_the_kernel_that_launched_them_is_killed(tmp_path):
     assert _wait_gone(pids, 10) == []
 
 
-_RAY_KERNEL = """
-import os, sys, time
-from helpers.dist import ray_cluster as rc
-rc.init_ray(num_cpus=1)
-print("session", rc._SESSION[0], flush=True)
-print("ended by hand", rc.shutdown_ray(), flush=True)
-rc.init_ray(num_cpus=1)                           # Run All again in the same kernel
-print("session", rc._SESSION[0], flush=True)
-time.sleep(600)
-"""
-
-
-def test_ray_leaves_nothing_after_shutdown_nor_after_its_kernel_is_killed():
-    from helpers.core.procs import session_processes
-
-    proc = subprocess.Popen([sys.executable, "-c", _RAY_KERNEL], stdout=subprocess.PIPE, text=True)
-    try:
-        sessions = [line.split()[-1] for line in _lines(proc.stdout, 2, 120, "session")]
-        assert len(sessions) == 2 and not session_processes(sessions[0])      # shut down: nothing of it left
-        assert session_processes(sessions[1])                                  # running again
-    finally:
-        proc.kill()                                    # the kernel dies with Ray running
-        proc.wait()
-    deadline = time.monotonic() + 20
-    while session_processes(sessions[1]) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not session_processes(sessions[1]), "Ray processes outlived the killed kernel"
-
-
 # --- the wrong process killed -------------------------------------------------------------------------------
 
 def test_a_stale_tensorboard_entry_never_kills_the_process_that_reused_its_pid(tmp_path):
