@@ -2,9 +2,11 @@
 
 ``tqdm.auto`` draws a widget in Jupyter; a saved notebook keeps only the widget's text fallback
 from the moment it was displayed ("0%"), so a static render (GitHub, nbviewer, a lecture's
-slides) shows bars that never moved. :func:`progress` is ``tqdm.auto.tqdm``, except that in
-Jupyter, when the loop ends, the widget is replaced by one text line with its final state (or
-by nothing, for ``leave=False``).
+slides, JupyterLab without the widget's state) shows bars that never moved. :func:`progress` is
+``tqdm.auto.tqdm``, except that in Jupyter, when the loop ends, the widget is replaced by one text
+line with its final state. Bars with ``leave=False`` (one per epoch, say) share one output slot
+per cell run: each replaces the one before, and the last one's final line stays, so that the
+saved cell holds neither a stuck bar nor an empty output.
 """
 from __future__ import annotations
 
@@ -31,22 +33,43 @@ def progress(iterable: Any = None, **kwargs: Any) -> "tqdm":
     return _NotebookBar(iterable, **kwargs)
 
 
+_TRANSIENT: dict[str, Any] = {"run": None, "handle": None}  # the leave=False slot of the cell run now going
+
+
+def _cell_run() -> Any:
+    """The request now running in this kernel: its message id (nbval runs cells without counting them)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return None
+    header = getattr(getattr(shell, "display_pub", None), "parent_header", None)
+    msg_id = header.get("msg_id") if isinstance(header, dict) else None
+    return msg_id or (id(shell), getattr(shell, "execution_count", None))
+
+
 class _NotebookBar(_widget_tqdm):
-    """The widget bar, displayed under a display id so that closing it can replace it with text."""
+    """The widget bar, displayed under a display id so that closing it can replace it with its final line."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         from IPython.display import display
 
         kwargs["display"] = False
         super().__init__(*args, **kwargs)
-        self._handle = display(self.container, display_id=True)
+        run = _cell_run()
+        if not self.leave and run is not None and _TRANSIENT["run"] == run:
+            self._handle = _TRANSIENT["handle"]
+            self._handle.update(self.container)
+        else:
+            self._handle = display(self.container, display_id=True)
+            if not self.leave:
+                _TRANSIENT.update(run=run, handle=self._handle)
 
     def close(self) -> None:
         if getattr(self, "_closed_once", False) or not hasattr(self, "_handle"):
             return super().close()
         self._closed_once = True
         final = self.format_meter(**{**self.format_dict, "ncols": 90, "ascii": False})
-        leave = self.leave
         super().close()
         if self._handle is not None:
-            self._handle.update({"text/plain": final if leave else ""}, raw=True)
+            self._handle.update({"text/plain": final}, raw=True)

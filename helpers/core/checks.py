@@ -1,4 +1,4 @@
-"""Self-checks for the exercises: ``check("00.cores", answer)`` says ✅ and why, or gives a hint.
+"""Self-checks for the exercises: ``check("00.batches_of_100", answer)`` says ✅ and why, or gives a hint.
 
 Used by every notebook. The expected answers are not written in the course's source: each is
 stored as a salted hash of its normal form, or computed at check time from the reader's own
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
+from .answers import untouched_skeleton, wrap
 from .i18n import exercise_text, tr
 
 
@@ -184,7 +185,7 @@ def verify(exercise: str, answer: Any) -> tuple[bool, str]:
     if exercise not in _REGISTRY:
         _discover()
     if exercise not in _REGISTRY:
-        raise KeyError(tr("check.unknown", "no exercise called {exercise!r}; the ids look like '00.cores' (known: {known})",
+        raise KeyError(tr("check.unknown", "no exercise called {exercise!r}; the ids look like '00.batches_of_100' (known: {known})",
                           exercise=exercise, known=", ".join(sorted(_REGISTRY))))
     ex = _REGISTRY[exercise]
     hint, why = exercise_text(ex.id, "hint", ex.hint), exercise_text(ex.id, "why", ex.why)
@@ -194,7 +195,12 @@ def verify(exercise: str, answer: Any) -> tuple[bool, str]:
         return False, tr("check.unanswered", "⏳ {id}: not answered yet — replace None with your answer{precision}. "
                          "Hint: {hint}", id=exercise, precision=precision, hint=hint)
     if ex.kind == "code":
-        return _verify_code(ex, answer, hint, why)
+        ok, message = _verify_code(ex, answer, hint, why)
+        if not ok and untouched_skeleton(answer):
+            return False, tr("check.code_unanswered", "⏳ {id}: not answered yet — your function is still the skeleton: "
+                             "it computes nothing from its inputs. Write your code where it says ... or # your code. "
+                             "Hint: {hint}", id=exercise, hint=hint)
+        return ok, message
     try:
         given = ex.normal(answer)
     except NotAnAnswer as e:
@@ -232,5 +238,5 @@ def _verify_code(ex: Exercise, fn: Any, hint: str, why: str) -> tuple[bool, str]
 
 
 def check(exercise: str, answer: Any) -> None:
-    """Check a student's ``answer`` to ``exercise``: prints ✅ and why, or a hint (all notebooks)."""
-    print(verify(exercise, answer)[1])
+    """Check a student's ``answer`` to ``exercise``: prints ✅ and why, or a hint, wrapped at word boundaries (all notebooks)."""
+    print(wrap(verify(exercise, answer)[1]))
