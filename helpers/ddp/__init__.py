@@ -1,4 +1,4 @@
-"""Notebook 03, DistributedDataParallel: the recipe (and its torchrun script), instruments and plots.
+"""Notebook 03, DistributedDataParallel: the recipe (and its torchrun script), instruments, scaling and plots.
 
 ``from helpers.ddp import …`` gives every public name of them, and the plumbing notebook 03 uses
 (``run_throughput``, ``run_torchrun``, ``torchrun_command``).
@@ -8,3 +8,4 @@ from ..dist.torchrun import run_torchrun, torchrun_command  # noqa: F401
 from .instruments import *  # noqa: F401,F403
 from .plots import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403
+from .scaling import *  # noqa: F401,F403

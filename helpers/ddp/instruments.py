@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 
 import torch
 from torch import nn
@@ -14,10 +13,10 @@ from ..core.models import DigitsCNN
 from ..dist.launcher import launch
 from ..dist.ranks import local_device
 from ..dist.throughput import BucketCounter, rank_share
-from .recipe import ddp_wrap
+from .recipe import accumulate_with_no_sync, ddp_wrap
 
 __all__ = ["sampler_indices", "format_sampler_table", "equivalence_worker", "run_ddp_equivalence_check",
-           "no_sync_worker", "pinned_copy_speed", "throughput_table"]
+           "run_ddp_equivalence_checks", "no_sync_worker", "pinned_copy_speed", "throughput_table"]
 
 
 def sampler_indices(n: int = 10, world_size: int = 4, shuffle: bool = False, epoch: int = 0,
@@ -63,14 +62,50 @@ def _sgd_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, lr: float) -> 
     opt.step()
 
 
-def equivalence_worker(rank: int, world_size: int, batch: int, lr: float, batchnorm: bool, sync: bool) -> list:
-    """One SGD step with DDP, each rank on its ``batch / world_size`` slice; returns the parameters (03)."""
+VARIANTS = {"plain": (False, False), "batchnorm": (True, False), "syncbatchnorm": (True, True)}
+
+
+def equivalence_worker(rank: int, world_size: int, batch: int, lr: float, variants: list[str]) -> list:
+    """One SGD step with DDP per model variant, each rank on its ``batch / world_size`` slice; the parameters (03)."""
     device = local_device()
-    model = ddp_wrap(_equivalence_model(batchnorm, sync).to(device), device)
     x, y = (t.to(device) for t in _equivalence_batch(batch))
     local = batch // world_size
-    _sgd_step(model, x[rank * local:(rank + 1) * local], y[rank * local:(rank + 1) * local], lr)
-    return [p.detach().cpu().clone() for p in model.module.parameters()]
+    out = []
+    for name in variants:
+        batchnorm, sync = VARIANTS[name]
+        try:
+            model = ddp_wrap(_equivalence_model(batchnorm, sync).to(device), device)
+        except ValueError as e:  # DDP refuses SyncBatchNorm on CPU modules: its own words come back
+            out.append(str(e))
+            continue
+        _sgd_step(model, x[rank * local:(rank + 1) * local], y[rank * local:(rank + 1) * local], lr)
+        out.append([p.detach().cpu().clone() for p in model.module.parameters()])
+    return out
+
+
+def run_ddp_equivalence_checks(nprocs: int = 2, batch: int = 64, lr: float = 0.5,
+                               variants: tuple[str, ...] = ("plain", "batchnorm"), timeout: float = 90) -> dict:
+    """``{variant: result}`` of :func:`run_ddp_equivalence_check` for several models, in one launch (03).
+
+    Variants: ``"plain"`` (no BatchNorm), ``"batchnorm"``, ``"syncbatchnorm"``. DDP accepts SyncBatchNorm on
+    GPUs only: on the CPU that variant's result is ``{"refused": DDP's error message}``.
+    """
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variant(s) {unknown}; choose from {sorted(VARIANTS)}")
+    if batch % nprocs:
+        raise ValueError(f"batch ({batch}) must divide evenly over {nprocs} processes for this comparison")
+    ranks = launch(equivalence_worker, nprocs, args=(batch, lr, list(variants)), timeout=timeout, verbose=False)
+    out = {}
+    for i, name in enumerate(variants):
+        if isinstance(ranks[0][i], str):
+            out[name] = {"refused": ranks[0][i], "processes": nprocs, "batch": batch}
+            continue
+        single = _equivalence_model(VARIANTS[name][0])  # one process: plain BatchNorm over the whole batch
+        _sgd_step(single, *_equivalence_batch(batch), lr)
+        out[name] = {"max_abs_diff": max_abs_diff(ranks[0][i], single.parameters()),
+                     "ranks_agree": max_abs_diff(ranks[0][i], ranks[-1][i]) == 0.0, "processes": nprocs, "batch": batch}
+    return out
 
 
 def run_ddp_equivalence_check(nprocs: int = 2, batch: int = 64, lr: float = 0.5, batchnorm: bool = False,
@@ -80,40 +115,37 @@ def run_ddp_equivalence_check(nprocs: int = 2, batch: int = 64, lr: float = 0.5,
     Equal (to float rounding) without BatchNorm: DDP averages the ranks' gradients, and the mean
     of equal-sized slices' mean losses is the whole batch's mean loss.
     """
-    if batch % nprocs:
-        raise ValueError(f"batch ({batch}) must divide evenly over {nprocs} processes for this comparison")
-    ranks = launch(equivalence_worker, nprocs, args=(batch, lr, batchnorm, sync_batchnorm), timeout=timeout,
-                   verbose=False)
-    single = _equivalence_model(batchnorm)
-    _sgd_step(single, *_equivalence_batch(batch), lr)
-    diff = max_abs_diff(ranks[0], single.parameters())
-    between_ranks = max_abs_diff(ranks[0], ranks[-1])
-    return {"max_abs_diff": diff, "ranks_agree": between_ranks == 0.0, "processes": nprocs, "batch": batch}
+    name = "syncbatchnorm" if sync_batchnorm else ("batchnorm" if batchnorm else "plain")
+    return run_ddp_equivalence_checks(nprocs, batch, lr, (name,), timeout)[name]
 
 
 def no_sync_worker(rank: int, world_size: int, accum: int, local_batch: int) -> dict:
-    """Gradient accumulation over ``accum`` micro-batches, with and without ``no_sync`` (03).
+    """One SGD step over ``accum`` micro-batches, plainly and with :func:`accumulate_with_no_sync` (03).
 
-    Returns how many buckets were all-reduced in each case and whether the gradients are equal.
+    Returns how many buckets DDP all-reduced in each case (a communication hook counts them), the
+    buckets of one backward, and the largest difference between the parameters the two reach.
     """
     device = local_device()
     x, y = (t.to(device) for t in rank_share(local_batch * accum * world_size, world_size, rank))
-    grads, calls = {}, {}
+    micro = [(x[i * local_batch:(i + 1) * local_batch], y[i * local_batch:(i + 1) * local_batch]) for i in range(accum)]
+    params, calls = {}, {}
     for use_no_sync in (False, True):
         torch.manual_seed(0)
         model = ddp_wrap(DigitsCNN().to(device), device)
         counter = BucketCounter()
         model.register_comm_hook(counter, BucketCounter.hook)
-        for i in range(accum):
-            xb, yb = x[i * local_batch:(i + 1) * local_batch], y[i * local_batch:(i + 1) * local_batch]
-            last = i == accum - 1
-            ctx = model.no_sync() if (use_no_sync and not last) else nullcontext()
-            with ctx:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        if use_no_sync:
+            accumulate_with_no_sync(model, opt, micro)
+        else:  # the same accumulation without no_sync: every backward all-reduces
+            opt.zero_grad()
+            for xb, yb in micro:
                 (nn.functional.cross_entropy(model(xb), yb) / accum).backward()
-        grads[use_no_sync] = [p.grad.clone() for p in model.parameters()]
+            opt.step()
+        params[use_no_sync] = [p.detach().clone() for p in model.parameters()]
         calls[use_no_sync] = counter.calls
-    diff = max_abs_diff(grads[False], grads[True])
-    return {"allreduce_calls_plain": calls[False], "allreduce_calls_no_sync": calls[True], "grad_max_abs_diff": diff}
+    return {"allreduce_calls_plain": calls[False], "allreduce_calls_no_sync": calls[True],
+            "buckets_per_backward": calls[False] // accum, "max_abs_diff": max_abs_diff(params[False], params[True])}
 
 
 def pinned_copy_speed(mb: int = 64, repeats: int = 5) -> dict | None:

@@ -1,7 +1,9 @@
 """Notebook 03 (DistributedDataParallel): its exercises and its benchmark."""
 from __future__ import annotations
 
-from typing import Callable
+import random
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from ..core.checks import Exercise
 from ..core.device import hardware_label
@@ -34,23 +36,56 @@ EXERCISES = [
 ]
 
 
-def _indices_behaviour(my_indices: Callable) -> str | None:
-    """The student's ``my_indices(n, world_size, rank, drop_last)`` against ``DistributedSampler`` (03)."""
+def _sampler_rule(n: int, k: int, rank: int, drop_last: bool) -> list[int]:
+    """``DistributedSampler``'s rule without shuffling, written out (03): pad by repeating from the start, or cut; deal."""
+    per = n // k if drop_last and n % k else -(-n // k)  # every rank the same number
+    return [i % n for i in range(per * k)][rank::k]      # i % n: padding longer than n wraps round again
+
+
+@contextmanager
+def _sampler_watch() -> Iterator[list]:
+    """Notes every ``DistributedSampler`` built inside it (a wrapper of the reference is not an answer)."""
     from torch.utils.data.distributed import DistributedSampler
 
-    for n, k in ((10, 4), (12, 4), (13, 5), (3, 4), (7, 1)):
-        for drop_last in (False, True):
-            for rank in range(k):
-                want = list(DistributedSampler(range(n), num_replicas=k, rank=rank, shuffle=False, drop_last=drop_last))
-                got = my_indices(n, k, rank, drop_last)
-                try:
-                    got = [int(i) for i in got]
-                except (TypeError, ValueError):
-                    return f"my_indices({n}, {k}, {rank}, {drop_last}) returned {got!r}; return a list of ints"
-                if got != want:
-                    what = "padding" if not drop_last and n % k else ("drop_last" if drop_last and n % k else "dealing")
-                    return (f"my_indices({n}, {k}, {rank}, drop_last={drop_last}) = {got}, not the sampler's "
-                            f"(look at the {what})")
+    built: list = []
+    original = DistributedSampler.__init__
+
+    def noted(self, *args, **kwargs):
+        built.append(1)
+        original(self, *args, **kwargs)
+
+    DistributedSampler.__init__ = noted
+    try:
+        yield built
+    finally:
+        DistributedSampler.__init__ = original
+
+
+def _indices_cases() -> list[tuple[int, int]]:
+    """Edge cases (padding longer than the data, one rank, more ranks than samples) and fresh random ones (03)."""
+    fixed = [(10, 4), (12, 4), (13, 5), (2, 5), (3, 8), (1, 3), (7, 1), (5, 5)]
+    rnd = random.Random()  # new cases at every check: a table of answers cannot pass
+    return fixed + [(rnd.randint(1, 40), rnd.randint(1, 9)) for _ in range(12)]
+
+
+def _indices_behaviour(my_indices: Callable) -> str | None:
+    """The student's ``my_indices(n, world_size, rank, drop_last)`` judged by the sampler's rule on varied cases (03)."""
+    with _sampler_watch() as built:
+        for n, k in _indices_cases():
+            for drop_last in (False, True):
+                for rank in range(k):
+                    got = my_indices(n, k, rank, drop_last)
+                    if built:
+                        return ("my_indices builds a DistributedSampler: the exercise is to write its rule yourself, "
+                                "from n, world_size, rank and drop_last")
+                    try:
+                        got = [int(i) for i in got]
+                    except (TypeError, ValueError):
+                        return f"my_indices({n}, {k}, {rank}, {drop_last}) returned {got!r}; return a list of ints"
+                    if got != _sampler_rule(n, k, rank, drop_last):
+                        what = "padding" if not drop_last and n % k else ("drop_last" if drop_last and n % k else "dealing")
+                        return (f"my_indices({n}, {k}, {rank}, drop_last={drop_last}) = {got}, not what the sampler "
+                                f"gives (look at the {what})")
     return None
 
 

@@ -1,28 +1,45 @@
-"""Pictures of notebook 03's measurements: throughput and speed-up of 1 and 2 processes (03)."""
+"""Pictures of notebook 03's measurements: throughput and speedup of 1 and N processes (03)."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullLocator
 
 from ..core.plots import finish
+from .scaling import scaling_summary
 
-__all__ = ["plot_throughput"]
+__all__ = ["plot_scaling"]
 
 
-def plot_throughput(rows: list[dict], label: str = "") -> Figure | None:
-    """Samples/s and speedup against the global batch, one line per process count (03)."""
-    fig, ax = plt.subplots(1, 2, figsize=(10, 3.4))
-    for n in sorted({r["processes"] for r in rows}):
-        rs = [r for r in rows if r["processes"] == n]
-        gb = [r["global_batch"] for r in rs]
-        ax[0].plot(gb, [r["samples_per_s"] for r in rs], "o-", label=f"{n} process{'es' if n > 1 else ''}")
-        ax[1].plot(gb, [r["speedup"] for r in rs], "o-", label=f"{n} process{'es' if n > 1 else ''}")
-    n_max = max(r["processes"] for r in rows)
-    ax[1].axhline(n_max, color="gray", ls=":", label=f"ideal ({n_max}×)")
-    ax[0].set(xscale="log", xlabel="global batch (samples per step)", ylabel="samples / s", title="throughput")
-    ax[1].set(xscale="log", xlabel="global batch (samples per step)", ylabel="speedup over 1 process",
-              title="more compute per all-reduce → better scaling")
+def plot_scaling(rows: list[dict], label: str = "") -> Figure | None:
+    """Samples/s and speedup against the global batch, medians with the range of repeats (03).
+
+    The right panel's title is generated from the data (:func:`scaling_summary`), never written
+    in advance; the ideal speedup is a labelled line, the legends sit below the axes.
+    """
+    n = rows[0]["processes"]
+    gb = [r["global_batch"] for r in rows]
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    for side, key, style in ((1, "samples_per_s_1", "o-"), (n, "samples_per_s_n", "s-")):
+        ax[0].plot(gb, [r[key] for r in rows], style, label=f"{side} process{'es' if side > 1 else ''} (median)")
+    med = [r["speedup"] for r in rows]
+    err = [[m - r["speedup_min"] for m, r in zip(med, rows)], [r["speedup_max"] - m for m, r in zip(med, rows)]]
+    ax[1].errorbar(gb, med, yerr=err, fmt="s-", color="C1", capsize=4,
+                   label=f"{n} vs 1 process: median, bar = range of {rows[0]['repeats']} repeats")
+    ax[1].axhline(1, color="black", lw=0.8, ls="--", label="1× (no gain)")
+    ax[1].axhline(n, color="gray", ls=":", label=f"ideal ({n}×)")
+    ax[0].set(ylabel="samples / s", title="throughput")
+    ax[1].set(ylabel=f"speedup ({n} processes / 1)", title=scaling_summary(rows)["title"],
+              ylim=(0, max(n, max(r["speedup_max"] for r in rows)) * 1.1))
     for a in ax:
+        a.set_xscale("log")
+        a.xaxis.set_major_locator(FixedLocator(gb))
+        a.xaxis.set_minor_locator(NullLocator())
+        a.set_xticklabels([str(b) for b in gb])
+        a.set_xlabel("global batch (samples per step)")
+        a.set_ylim(bottom=0)
         a.grid(alpha=0.3)
-        a.legend()
+        a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=8, ncol=1 if a is ax[1] else 2,
+                 frameon=False)
+    ax[1].title.set_fontsize(9)
     return finish(fig, label)

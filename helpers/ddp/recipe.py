@@ -6,6 +6,8 @@ the course's training loop, a checkpoint that rank 0 writes and every rank reloa
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -19,7 +21,7 @@ from ..core.models import DigitsCNN
 from ..core.train import train
 from ..dist.ranks import local_device
 
-__all__ = ["ddp_wrap", "train_worker"]
+__all__ = ["ddp_wrap", "accumulate_with_no_sync", "train_worker"]
 
 
 def ddp_wrap(model: nn.Module, device: torch.device) -> DDP:
@@ -28,6 +30,22 @@ def ddp_wrap(model: nn.Module, device: torch.device) -> DDP:
     ``device_ids`` is for a module on one CUDA device; on the CPU it must be left out.
     """
     return DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+def accumulate_with_no_sync(model: DDP, optimizer: torch.optim.Optimizer, micro_batches: list) -> None:
+    """One optimizer step over several micro-batches, all-reduced once (03): gradient accumulation.
+
+    ``model.no_sync()`` turns DDP's all-reduce off for the backward passes inside it: their
+    gradients add up in ``.grad`` on each rank. The last backward runs outside it, so DDP
+    all-reduces the sum once, bucket by bucket, as in any other step.
+    """
+    optimizer.zero_grad()
+    for i, (x, y) in enumerate(micro_batches):
+        last = i == len(micro_batches) - 1
+        with nullcontext() if last else model.no_sync():  # no all-reduce before the last micro-batch
+            loss = nn.functional.cross_entropy(model(x), y) / len(micro_batches)  # the mean over all of them
+            loss.backward()
+    optimizer.step()
 
 
 def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: float, ckpt: str,
