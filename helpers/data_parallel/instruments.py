@@ -7,8 +7,12 @@ step costs, the bytes each device holds, and where the GIL stops threads.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
+import statistics
+import threading
 import time
+import weakref
 from typing import Callable
 
 import torch
@@ -23,26 +27,34 @@ from ..core.saved import SavedTensorTracker
 from .recipe import four_steps_gpu
 from .timing import timed
 
-__all__ = ["four_steps_cpu", "output_device_accounting", "largest_batches", "run_four_steps", "time_four_steps",
-           "thread_variants", "gil_probe", "LABELS"]
+__all__ = ["four_steps_cpu", "copied_bytes", "optimizer_state_bytes", "output_device_accounting", "largest_batches",
+           "run_four_steps", "batchnorm_gradient_gap", "time_four_steps", "thread_variants", "rounds_verdict", "gil_probe",
+           "parallel_apply_here", "LABELS"]
 
 
-_SHELLS: dict[tuple[int, int], list[nn.Module]] = {}
+_SHELLS: "weakref.WeakKeyDictionary[nn.Module, dict[int, list[nn.Module]]]" = weakref.WeakKeyDictionary()
 
 
 def _shells(model: nn.Module, n: int) -> list[nn.Module]:
-    """Structural copies of ``model``, one per thread, made once (parameters come from the replicas)."""
-    key = (id(model), n)
-    if key not in _SHELLS:
-        _SHELLS[key] = [copy.deepcopy(model) for _ in range(n)]
-    return _SHELLS[key]
+    """Structural copies of ``model``, one per thread, made once per model (parameters come from the replicas).
+
+    Keyed by the model itself, held weakly: an ``id()`` is reused once a model is freed, and a
+    new model of another architecture must not get the old one's shells.
+    """
+    per_model = _SHELLS.setdefault(model, {})
+    if n not in per_model:
+        per_model[n] = [copy.deepcopy(model) for _ in range(n)]
+    return per_model[n]
 
 
-def four_steps_cpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int = 2) -> dict:
+def four_steps_cpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int = 2,
+                   record_backward_threads: bool = False) -> dict:
     """The same four steps on a CPU: chunks, autograd-connected parameter copies, threads, a concat (02).
 
     ``p.clone()`` is what ``replicate`` does per device (a copy that autograd connects back to
     the original), so ``backward`` sums the replicas' gradients onto the original parameters.
+    Only the step itself runs here (timed per step); the memory accounting is a separate call.
+    With ``record_backward_threads`` each replica's output records which thread runs its backward.
     """
     times: dict[str, float] = {}
     inputs = timed(times, "scatter", lambda: list(x.chunk(n)))
@@ -50,25 +62,59 @@ def four_steps_cpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int = 
     replicas = timed(times, "replicate", lambda: [{k: p.clone() for k, p in params.items()} for _ in inputs])
     outputs: list[torch.Tensor | None] = [None] * len(inputs)
     shells = _shells(model, len(inputs))  # one module per thread: functional_call swaps parameters in place
+    backward_threads: list[int] = []
 
     def run(i: int) -> None:
         outputs[i] = functional_call(shells[i], replicas[i], (inputs[i],))
+        if record_backward_threads:
+            outputs[i].register_hook(lambda g: backward_threads.append(threading.get_ident()))
 
     timed(times, "apply", lambda: run_threads(run, len(inputs)))
     out = timed(times, "gather", lambda: torch.cat(outputs))  # onto the output device (here: the same CPU)
     loss = nn.functional.cross_entropy(out, y)
     timed(times, "backward", loss.backward)
     return {"path": f"plain tensor ops and {len(inputs)} Python threads on the CPU", "times": times,
-            "loss": loss.item(), "accounting": output_device_accounting(model, x, out, n)}
+            "loss": loss.item(), "tensors": {"x": x, "inputs": inputs, "params": params, "replicas": replicas,
+                                             "outputs": outputs, "out": out},
+            "backward_threads": backward_threads}
 
 
-def output_device_accounting(model: nn.Module, x: torch.Tensor, out: torch.Tensor, n: int) -> dict:
-    """Bytes DataParallel leaves on each of ``n`` devices in a step, device 0 being the output device (02).
+def _storage(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
 
-    Every device holds its input chunk, a replica of the parameters, the activations its replica
-    saves for backward (measured with ``helpers.memory.SavedTensorTracker``) and its outputs. The
-    output device also holds the gathered outputs, the targets, the loss and — after backward —
-    every gradient, reduced onto the original model that lives there.
+
+def copied_bytes(tensors: dict) -> dict:
+    """Bytes each of scatter, replicate and gather wrote into new memory in a CPU step, read from storages (02).
+
+    A chunk that shares its storage with the batch is a view (no copy); a replica or the gathered
+    output with a storage of its own is a copy.
+    """
+    x, out = tensors["x"], tensors["out"]
+    nbytes = lambda t: t.numel() * t.element_size()  # noqa: E731
+    scatter = sum(nbytes(c) for c in tensors["inputs"] if _storage(c) != _storage(x))
+    replicate = sum(nbytes(r[k]) for r in tensors["replicas"] for k, p in tensors["params"].items()
+                    if _storage(r[k]) != _storage(p))
+    gather = nbytes(out) if all(_storage(out) != _storage(o) for o in tensors["outputs"]) else 0
+    return {"scatter": scatter, "replicate": replicate, "gather": gather}
+
+
+def optimizer_state_bytes(opt: torch.optim.Optimizer) -> int:
+    """Bytes of the tensors an optimizer keeps (Adam: ``exp_avg``, ``exp_avg_sq``, ``step``), counted (02)."""
+    return sum(v.numel() * v.element_size() for st in opt.state.values() for v in st.values()
+               if isinstance(v, torch.Tensor))
+
+
+def output_device_accounting(model: nn.Module, x: torch.Tensor, out: torch.Tensor, n: int,
+                             optimizer_bytes: int = 0) -> dict:
+    """Predicted bytes DataParallel leaves on each of ``n`` devices in a step, device 0 being the output device (02).
+
+    A formula, not a measurement of memory: on a CPU the "devices" share one RAM. Its inputs are
+    measured or counted: the parameter bytes (counted), the activations one replica saves for
+    backward (measured on one chunk with ``SavedTensorTracker``), the input and output sizes, and
+    ``optimizer_bytes`` (Adam's state, counted after a real ``step``). Every device holds its
+    chunk, a replica of the parameters, its saved activations and its outputs. The output device
+    also holds the gathered outputs, the targets, the loss, every gradient (reduced onto the
+    original model that lives there) and the optimizer's state.
     """
     batch = x.shape[0]
     param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -78,44 +124,110 @@ def output_device_accounting(model: nn.Module, x: torch.Tensor, out: torch.Tenso
     del probe
     per_sample = (x[0].numel() * x.element_size() + out[0].numel() * out.element_size()) + act / (batch // n)
     per_device = [param_bytes + per_sample * batch / n for _ in range(n)]
-    extra = batch * (out[0].numel() * out.element_size() + 8) + 4 + param_bytes
+    per_sample_extra = out[0].numel() * out.element_size() + 8  # a gathered output row and an int64 target
+    extra = batch * per_sample_extra + 4 + param_bytes + optimizer_bytes
     per_device[0] += extra
     return {"per_device_bytes": [int(b) for b in per_device], "output_device_extra_bytes": int(extra),
             "output_device_share": per_device[0] / sum(per_device), "param_bytes": param_bytes,
-            "per_sample_bytes": per_sample, "per_sample_extra_bytes": out[0].numel() * out.element_size() + 8,
-            "devices": n}
+            "optimizer_bytes": optimizer_bytes, "saved_activation_bytes_per_chunk": act,
+            "per_sample_bytes": per_sample, "per_sample_extra_bytes": per_sample_extra, "devices": n}
 
 
 def largest_batches(budget_bytes: int, acc: dict) -> dict:
-    """Largest global batch when every device has ``budget_bytes``: limited by the output device (02).
+    """Predicted largest global batch when every device has ``budget_bytes``, from the accounting's formula (02).
 
     ``data_parallel``: the batch at which the output device is full; ``if_balanced``: the batch the
     devices could hold if none carried the output device's extra load.
     """
     n, p = acc["devices"], acc["param_bytes"]
-    dp = (budget_bytes - 2 * p - 4) / (acc["per_sample_bytes"] / n + acc["per_sample_extra_bytes"])
+    fixed = 2 * p + acc.get("optimizer_bytes", 0) + 4
+    dp = (budget_bytes - fixed) / (acc["per_sample_bytes"] / n + acc["per_sample_extra_bytes"])
     balanced = n * (budget_bytes - p) / acc["per_sample_bytes"]
     return {"data_parallel": max(0, int(dp)), "if_balanced": max(0, int(balanced))}
 
 
-def run_four_steps(batch: int = 256, seed: int = 0) -> dict:
-    """One DataParallel step opened into its four steps, checked against one device on the whole batch (02)."""
+@contextlib.contextmanager
+def _full_float32():
+    """Plain float32 on GPUs for the comparison: cuDNN convolutions use TF32 by default on Ampere and later."""
+    if not torch.cuda.is_available():
+        yield
+        return
+    matmul = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        cudnn = torch.backends.cudnn
+        with cudnn.flags(enabled=cudnn.enabled, benchmark=cudnn.benchmark, deterministic=cudnn.deterministic,
+                         allow_tf32=False):
+            yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = matmul
+
+
+GRAD_TOLERANCE = 1e-6  # float32 rounding. With TF32 off an H100 gave 9e-9 (the CPU: 6e-9); with cuDNN's default TF32
+# convolutions the same GPU step was 8.5e-7 from a CPU reference, too close to call (2026-11-26)
+
+
+def run_four_steps(batch: int = 256, seed: int = 0, device_ids: list[int] | None = None) -> dict:
+    """One DataParallel step opened into its four steps, checked against one device on the whole batch (02).
+
+    Compares the gradients and the update one SGD step makes from them; counts Adam's state on the
+    output device. With ≥ 2 GPUs (or ``device_ids`` given) it runs ``torch.nn.parallel``'s steps
+    in full float32 (TF32 off) against the whole batch on ``cuda:0``; else the CPU simulation.
+    """
     x, y = digits_batch(batch)
     torch.manual_seed(seed)
     model = DigitsCNN()
+    if device_ids is None:
+        device_ids = list(range(gpu_count())) if gpu_count() >= 2 else []
+    dev = f"cuda:{device_ids[0]}" if device_ids else "cpu"
+    model = model.to(dev)
+    x, y = x.to(dev), y.to(dev)
+    reference = copy.deepcopy(model)
+    with _full_float32():
+        nn.functional.cross_entropy(reference(x), y).backward()
+        reference.cpu()  # out of the way: the GPU peaks below are DataParallel's alone
+        if device_ids:
+            res = four_steps_gpu(model, x, y, device_ids)
+        else:
+            res = four_steps_cpu(model, x, y, n=2, record_backward_threads=True)
+    res["grad_max_abs_diff"] = max_abs_diff((p.grad for p in model.parameters()), (p.grad for p in reference.parameters()))
+    res["grad_tolerance"] = GRAD_TOLERANCE
+    lr = 0.1
+    for m in (model, reference):  # one plain SGD step each: the update is lr × gradient
+        torch.optim.SGD(m.parameters(), lr=lr).step()
+    res["update_max_abs_diff"] = max_abs_diff(model.parameters(), reference.parameters())
+    largest = max(p.detach().abs().max().item() for p in reference.parameters())
+    res["update_tolerance"] = lr * res["grad_tolerance"] + largest * 2.0 ** -23  # + one float32 rounding of a weight
+    adam = torch.optim.Adam(model.parameters())
+    adam.step()  # Adam makes its state on the first step, where the parameters (the output device) are
+    res["optimizer_bytes"] = optimizer_state_bytes(adam)
+    if device_ids:
+        res["peak_bytes"] = {f"cuda:{d}": torch.cuda.max_memory_allocated(d) for d in device_ids}
+        res["output_device_share"] = res["peak_bytes"][dev] / sum(res["peak_bytes"].values())
+    else:
+        t = res.pop("tensors")
+        res["copied_bytes"] = copied_bytes(t)
+        res["accounting"] = output_device_accounting(model, x, t["out"], 2, res["optimizer_bytes"])
+        res["output_device_share"] = res["accounting"]["output_device_share"]
+        res["main_thread"] = threading.get_ident()
+    res.pop("tensors", None)
+    return res
+
+
+def batchnorm_gradient_gap(batch: int = 64, n: int = 2, seed: int = 0) -> float:
+    """Largest gradient difference between the four steps and one device when the model has BatchNorm (02).
+
+    Each replica normalises its own chunk with that chunk's mean and variance, so the model
+    computes a different function than on the whole batch.
+    """
+    x, y = digits_batch(batch)
+    x = x.flatten(1)
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(x.shape[1], 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 10))
     reference = copy.deepcopy(model)
     nn.functional.cross_entropy(reference(x), y).backward()
-    n = gpu_count()
-    if n >= 2:
-        model = model.to("cuda:0")
-        res = four_steps_gpu(model, x.to("cuda:0"), y, list(range(n)))
-        total = sum(res["peak_bytes"].values())
-        res["output_device_share"] = res["peak_bytes"]["cuda:0"] / total
-    else:
-        res = four_steps_cpu(model, x, y, n=2)
-        res["output_device_share"] = res["accounting"]["output_device_share"]
-    res["grad_max_abs_diff"] = max_abs_diff((p.grad for p in model.parameters()), (p.grad for p in reference.parameters()))
-    return res
+    four_steps_cpu(model, x, y, n=n)
+    return max_abs_diff((p.grad for p in model.parameters()), (p.grad for p in reference.parameters()))
 
 
 def time_four_steps(batch: int = 256, repeats: int = 20) -> dict:
@@ -151,13 +263,15 @@ LABELS = {"single": "1 thread, whole batch", "threads_forward_only": "2 threads,
           "threads_forward_backward": "2 threads, forward + backward"}  # human names for the keys below
 
 
-def thread_variants(batch: int = 256, seconds: float = 1.0, threads: int = 2) -> dict:
+def thread_variants(batch: int = 256, seconds: float = 0.2, threads: int = 2, rounds: int = 3) -> dict:
     """Samples/s of one training step done three ways in this process, torch on 1 thread each (02).
 
+    Each variant is timed for ``seconds`` in each of ``rounds`` rounds, the variants taking turns,
+    so a slow moment of the machine hits them alike; returns every round's samples/s per variant.
+
     - ``single``: one thread, the whole batch.
-    - ``threads_forward_only``: replicas' forwards in threads, then one ``backward`` call from the
-      main thread; on a CPU autograd runs all of it on one thread (on GPUs, DataParallel's only
-      home, autograd runs each device's part on that device's own worker thread).
+    - ``threads_forward_only``: the four steps (replicas' forwards in threads), then one
+      ``backward`` call from the main thread, as :func:`four_steps_cpu` does, and nothing else.
     - ``threads_forward_backward``: each thread runs forward *and* backward on its own replica;
       the main thread sums the gradients.
     """
@@ -194,18 +308,22 @@ def thread_variants(batch: int = 256, seconds: float = 1.0, threads: int = 2) ->
                 for p, q in zip(model.parameters(), r.parameters()):
                     q.copy_(p)
 
+    variants = {"single": single, "threads_forward_only": forward_only, "threads_forward_backward": forward_backward}
+    runs: dict[str, list[float]] = {k: [] for k in variants}
     with torch_threads(1):
-        return {"single": _throughput(single, batch, seconds),
-                "threads_forward_only": _throughput(forward_only, batch, seconds),
-                "threads_forward_backward": _throughput(forward_backward, batch, seconds)}
+        for _ in range(rounds):
+            for k, step in variants.items():
+                runs[k].append(_throughput(step, batch, seconds))
+    return runs
 
 
-def gil_probe(batches: tuple[int, ...] = (1, 4, 16, 64, 256), seconds: float = 0.5) -> list[dict]:
+def gil_probe(batches: tuple[int, ...] = (1, 4, 16, 64, 256), seconds: float = 0.1, rounds: int = 3) -> list[dict]:
     """Speedup of 2 threads over 1 running forward+backward, at each per-thread batch size (02).
 
-    With tiny batches a step is mostly Python (module calls, autograd bookkeeping), which holds
-    the GIL, so two threads take turns; with large batches it is mostly inside operators, which
-    release the GIL, so the threads really run in parallel.
+    One and two threads take turns, ``rounds`` times for ``seconds`` each; ``speedup`` is the
+    median of the rounds' ratios, ``speedup_min``/``speedup_max`` their range. With tiny batches a
+    step is mostly Python (module calls, autograd bookkeeping), which holds the GIL; with large
+    batches it is mostly inside operators, which release it.
     """
     rows = []
     for b in batches:
@@ -221,8 +339,36 @@ def gil_probe(batches: tuple[int, ...] = (1, 4, 16, 64, 256), seconds: float = 0
         def two() -> None:
             run_threads(step, 2)
 
+        ratios, t1s, t2s = [], [], []
         with torch_threads(1):
-            t1 = _throughput(one, b, seconds)
-            t2 = _throughput(two, 2 * b, seconds)
-        rows.append({"batch_per_thread": b, "one_thread": t1, "two_threads": t2, "speedup": t2 / t1})
+            for _ in range(rounds):
+                t1s.append(_throughput(one, b, seconds))
+                t2s.append(_throughput(two, 2 * b, seconds))
+                ratios.append(t2s[-1] / t1s[-1])
+        rows.append({"batch_per_thread": b, "one_thread": statistics.median(t1s), "two_threads": statistics.median(t2s),
+                     "speedup": statistics.median(ratios), "speedup_min": min(ratios), "speedup_max": max(ratios)})
     return rows
+
+
+def rounds_verdict(runs: dict, name: str, baseline: str = "single") -> dict:
+    """How ``runs[name]`` compared with ``runs[baseline]`` round by round (timed in turns): ratios and a verdict (02)."""
+    ratios = [a / b for a, b in zip(runs[name], runs[baseline])]
+    if all(r < 1 for r in ratios):
+        verdict = "slower than one thread in every round"
+    elif all(r > 1 for r in ratios):
+        verdict = "faster than one thread in every round"
+    else:
+        verdict = "slower than one thread in some rounds, faster in others"
+    return {"ratios": ratios, "verdict": verdict}
+
+
+def parallel_apply_here() -> str:
+    """What ``torch.nn.parallel.parallel_apply`` does on this machine with two CPU modules: its error, or "ran" (02)."""
+    from torch.nn.parallel import parallel_apply
+
+    m = nn.Linear(3, 2)
+    try:
+        parallel_apply([m, m], [(torch.zeros(1, 3),), (torch.zeros(1, 3),)])
+    except Exception as e:  # noqa: BLE001 - the message is what the notebook shows
+        return f"{type(e).__name__}: {str(e).split('. ')[0].rstrip('.')}"
+    return "ran"

@@ -1,6 +1,7 @@
 """Notebook 02 (inside nn.DataParallel): its exercises and its benchmark."""
 from __future__ import annotations
 
+import statistics
 from typing import Callable
 
 from ..core.checks import Exercise
@@ -18,10 +19,11 @@ EXERCISES = [
                   "whether it always returns as many chunks as you ask for.",
              why="torch.chunk makes chunks of ceil(n / k) rows, so it can return fewer than k: DataParallel then "
                  "runs only as many replicas as there are chunks."),
-    Exercise("02.gathered_bytes", "int", digest="bc143d107c5be96e1d85e7c34c2d5c7a8456889e545b65ad42ae2d8af509248a",
-             hint="Every sample's output has one float32 (4 bytes) per class, and gather collects all of them on "
-                  "one device.",
-             why="Hundreds of MB on GPU 0 alone: why DataParallel users shrink the batch."),
+    Exercise("02.gathered_bytes", "ints", digest="431a11915f4d24acbedcffc22813df94ccf8736bb79c5bc9a73db5bcf7c1ce98",
+             hint="Follow one step: how many rows does scatter give each GPU, where does each replica write its "
+                  "chunk's logits, and what does gather add, and where? Count what each GPU holds at that moment.",
+             why="The output device holds its own chunk's logits and a copy of every GPU's: five times what each "
+                 "other GPU holds, before the loss and the gradients are even computed."),
     Exercise("02.reduce_gradients", "code", behaviour=lambda fn: _reduce_behaviour(fn),
              hint="Each replica's backward left its share of the gradient in its own parameters' .grad; the model "
                   "needs the whole. Walk the model's parameters and the replicas' parameters side by side, and "
@@ -32,32 +34,46 @@ EXERCISES = [
 
 
 def _reduce_behaviour(reduce_gradients: Callable) -> str | None:
-    """The student's ``reduce_gradients(model, replicas)`` against the whole batch's gradients (02)."""
+    """The student's ``reduce_gradients(model, replicas)`` against the whole batch's gradients (02).
+
+    Varied cases: uneven chunks, fewer chunks than asked for (6 rows on 4), one replica, and a
+    frozen parameter (no replica has a gradient for it, so the model's stays None).
+    """
     import copy
 
     import torch
     from torch import nn
 
-    for rows, n in ((12, 3), (10, 4)):
+    for rows, n, frozen in ((12, 3, False), (10, 4, False), (6, 4, False), (5, 1, False), (9, 2, True)):
         torch.manual_seed(rows)
         model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
+        if frozen:
+            model[0].bias.requires_grad_(False)
         x, y = torch.randn(rows, 8), torch.randint(0, 3, (rows,))
         nn.functional.cross_entropy(model(x), y).backward()
-        want = [p.grad.clone() for p in model.parameters()]
+        want = [None if p.grad is None else p.grad.clone() for p in model.parameters()]
         model.zero_grad(set_to_none=True)
         replicas = [copy.deepcopy(model) for _ in x.chunk(n)]
         for r, xi, yi in zip(replicas, x.chunk(n), y.chunk(n)):  # each chunk's share of the batch-mean loss
             (nn.functional.cross_entropy(r(xi), yi, reduction="sum") / rows).backward()
-        kept = [[p.grad.clone() for p in r.parameters()] for r in replicas]
+        kept = [[None if p.grad is None else p.grad.clone() for p in r.parameters()] for r in replicas]
         reduce_gradients(model, replicas)
+        where = f"with {rows} rows on {len(replicas)} replica(s)"
         got = [p.grad for p in model.parameters()]
-        if any(g is None for g in got):
-            return "after your function some of the model's parameters have no .grad"
-        if max((g - w).abs().max().item() for g, w in zip(got, want)) > 1e-6:
-            return (f"with {rows} rows on {len(replicas)} replicas the model's gradients differ from one device's "
-                    "on the whole batch")
-        if any((p.grad - k).abs().max().item() > 0 for r, ks in zip(replicas, kept) for p, k in zip(r.parameters(), ks)):
-            return "your function changed the replicas' gradients; only the model's should change"
+        if any(g is None for g, w in zip(got, want) if w is not None):
+            return f"{where}, some of the model's parameters have no .grad after your function"
+        if any(g is not None for g, w in zip(got, want) if w is None):
+            return (f"{where} and a frozen parameter (no replica has a gradient for it), your function gave it a "
+                    ".grad; it should stay None")
+        if max((g - w).abs().max().item() for g, w in zip(got, want) if w is not None) > 1e-6:
+            return f"{where}, the model's gradients differ from one device's on the whole batch"
+        for r, ks in zip(replicas, kept):
+            for p, q, k in zip(model.parameters(), r.parameters(), ks):
+                if (q.grad is None) != (k is None) or (k is not None and (q.grad - k).abs().max().item() > 0):
+                    return f"{where}, your function changed the replicas' gradients; only the model's should change"
+                if p.grad is not None and q.grad is not None and p.grad.data_ptr() == q.grad.data_ptr():
+                    return (f"{where}, the model's .grad is a replica's own tensor; give the model a tensor of its "
+                            "own (a replica's next backward would change it)")
     return None
 
 
@@ -65,7 +81,7 @@ def bench_data_parallel(batch: int = 256) -> dict:
     """DataParallel's four steps timed, the output device's byte share, threads vs processes (02)."""
     steps = time_four_steps(batch=batch)
     share = run_four_steps(batch=batch)["output_device_share"]
-    threads = thread_variants(batch=batch, seconds=2.0)
+    threads = {k: statistics.median(v) for k, v in thread_variants(batch=batch, seconds=0.7).items()}
     procs = run_throughput(nprocs_list=(1, 2), batches=(batch,), seconds=2.0)
     return {"device": hardware_label("cpu", threads=1), "path": steps["path"], "global_batch": batch,
             "step_seconds": {k: round(v, 6) for k, v in steps["step_seconds"].items()},

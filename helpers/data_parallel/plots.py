@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
@@ -10,39 +11,54 @@ from ..core.plots import finish
 __all__ = ["plot_step_times", "plot_throughputs"]
 
 
-def plot_step_times(step_seconds: dict, label: str = "") -> Figure | None:
-    """Time per training step in each of DataParallel's steps, as a stacked bar (02)."""
-    fig, ax = plt.subplots(figsize=(7, 2.8))
-    left = 0.0
-    for i, (k, v) in enumerate(step_seconds.items()):
-        ax.barh(0, v * 1e3, left=left, color=f"C{i}", label=f"{k} {v * 1e3:.2f} ms")
-        left += v * 1e3
-    ax.set(yticks=[], xlabel="milliseconds per training step", title="where a DataParallel step spends its time")
-    ax.legend(ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.75))  # below the x-label
+def plot_step_times(step_seconds: dict, title: str, label: str = "") -> Figure | None:
+    """Milliseconds per training step in each of DataParallel's steps, one labelled bar each (02).
+
+    ``title`` says what ran (the CPU simulation or ``torch.nn.parallel`` on GPUs); each bar is
+    labelled with its time and its share of the step, so the tiny ones are still read.
+    """
+    names = list(step_seconds)
+    ms = [step_seconds[k] * 1e3 for k in names]
+    total = sum(ms)
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1.3))
+    ax.barh(names, ms, color=[f"C{i}" for i in range(len(names))])
+    for i, v in enumerate(ms):
+        ax.text(v, i, f" {v:.2f} ms ({v / total:.1%})", va="center", fontsize=9)
+    ax.set(xlabel="milliseconds per training step (mean)", title=title, xlim=(0, 1.3 * max(ms)))
+    ax.invert_yaxis()
+    ax.grid(axis="x", alpha=0.3)
     return finish(fig, label)
 
 
 def plot_throughputs(results: dict, gil_rows: list[dict], label: str = "") -> Figure | None:
     """Samples/s of each way to use two cores, and the 2-threads speedup against the batch (02)."""
-    fig, ax = plt.subplots(1, 2, figsize=(11, 3.4))
+    fig, ax = plt.subplots(1, 2, figsize=(13, 3.6))
     from .instruments import LABELS
 
     names = list(results)
-    ax[0].barh([LABELS.get(n, n) for n in names], [results[n] for n in names], color=[f"C{i}" for i in range(len(names))])
+    runs = {n: sorted(v) if isinstance(v, (list, tuple)) else [v] for n, v in results.items()}
+    mid = {n: float(np.median(v)) for n, v in runs.items()}
+    err = [[mid[n] - runs[n][0] for n in names], [runs[n][-1] - mid[n] for n in names]]
+    ax[0].barh([LABELS.get(n, n) for n in names], [mid[n] for n in names], xerr=err, capsize=3,
+               color=[f"C{i}" for i in range(len(names))])
     for i, n in enumerate(names):
-        ax[0].text(results[n], i, f" {results[n] / results['single']:.2f}×", va="center", fontsize=8)
-    ax[0].set(xlabel="samples / s (global batch 256)", title="same work, four ways (each worker on 1 core)",
-              xlim=(0, 1.18 * max(results.values())))
+        ax[0].text(runs[n][-1], i, f" {mid[n] / mid['single']:.2f}×", va="center", fontsize=9)
+    ax[0].set(xlabel="samples / s (global batch 256; median, bars: min–max of rounds)",
+              title="same work, four ways (each worker on 1 core)", xlim=(0, 1.25 * max(r[-1] for r in runs.values())))
     ax[0].invert_yaxis()
-    ax[1].plot([r["batch_per_thread"] for r in gil_rows], [r["speedup"] for r in gil_rows], "o-")
+    sp = [r["speedup"] for r in gil_rows]
+    lo = [r["speedup"] - r.get("speedup_min", r["speedup"]) for r in gil_rows]
+    hi = [r.get("speedup_max", r["speedup"]) - r["speedup"] for r in gil_rows]
+    ax[1].errorbar([r["batch_per_thread"] for r in gil_rows], sp, yerr=[lo, hi], fmt="o-", capsize=3,
+                   label="median, bars: min–max of rounds")
     ax[1].axhline(2, color="gray", ls=":", label="ideal 2×")
     ax[1].axhline(1, color="C3", ls=":", label="no gain")
-    ax[1].set(xscale="log", xlabel="batch per thread", ylabel="2 threads / 1 thread",
-              title="the GIL: small steps are mostly Python")
+    ax[1].set(xscale="log", xlabel="batch per thread", ylabel="2 threads / 1 thread (samples/s)", ylim=(0, 2.2),
+              title="2 threads vs 1, forward + backward, by batch size")
     batches = [r["batch_per_thread"] for r in gil_rows]
     ax[1].set_xticks(batches, [str(b) for b in batches])
     ax[1].xaxis.set_minor_locator(NullLocator())
-    ax[1].legend(fontsize=8)
+    ax[1].legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the data, never on it
     for a in ax:
         a.grid(alpha=0.3)
     return finish(fig, label)
