@@ -194,3 +194,8 @@ def test_accumulation_with_no_sync_all_reduces_once_and_reaches_the_same_step():
     ns = launch(ddp.no_sync_worker, 2, args=(3, 8), verbose=False, timeout=60)[0]
     assert ns["allreduce_calls_plain"] == 3 * ns["buckets_per_backward"]
     assert ns["allreduce_calls_no_sync"] == ns["buckets_per_backward"] and ns["max_abs_diff"] < 1e-6
+
+
+def test_measure_scaling_needs_two_processes_or_more():
+    with pytest.raises(ValueError, match="nprocs >= 2"):
+        ddp.measure_scaling(nprocs=1)

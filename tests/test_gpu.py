@@ -39,6 +39,18 @@ def test_ddp_training_under_nccl_uses_the_local_gpu(tmp_path):
     assert ns["allreduce_calls_no_sync"] == ns["buckets_per_backward"] and ns["max_abs_diff"] < 1e-5
 
 
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="SyncBatchNorm under DDP and the nccl scaling need 2 GPUs")
+def test_syncbatchnorm_and_the_scaling_measurement_on_two_gpus():
+    """Notebook 03's GPU paths: SyncBatchNorm brings DDP back to the one-process step; 1 vs 2 GPUs measured."""
+    from helpers.ddp import measure_scaling, run_ddp_equivalence_checks
+
+    res = run_ddp_equivalence_checks(2, 64, variants=("batchnorm", "syncbatchnorm"), timeout=120)
+    assert res["batchnorm"]["max_abs_diff"] > 1e-4
+    assert res["syncbatchnorm"]["max_abs_diff"] < 1e-5 and res["syncbatchnorm"]["ranks_agree"]
+    rows = measure_scaling(2, batches=(64, 256), repeats=2, seconds=0.05, timeout=180)
+    assert all(r["allreduce_bytes_per_step"] > 0 and len(r["speedups"]) == 2 for r in rows)
+
 def test_torchrun_script_on_gpus(tmp_path):
     from helpers.ddp import run_torchrun
 

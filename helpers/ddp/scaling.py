@@ -101,6 +101,8 @@ def measure_scaling(nprocs: int = 2, batches: tuple[int, ...] = (64, 256, 1024, 
     step time / N-process step time, measured next to each other) and its median, min and max,
     the bytes all-reduced per step and the time of one bare all-reduce of those bytes.
     """
+    if nprocs < 2:
+        raise ValueError(f"measure_scaling compares 1 process with nprocs >= 2 processes, got nprocs={nprocs}")
     res = launch(scaling_worker, nprocs, args=(list(batches), repeats, seconds, channels, hidden), timeout=timeout,
                  verbose=False)[0]
     rows = []
