@@ -96,7 +96,8 @@ def test_old_api_errors_gives_the_stop_button_back(monkeypatch, default_sigint, 
             try:
                 super().fit()
             except RuntimeError:
-                return [type("R", (), {"error": ValueError("old form")})()]
+                return [type("R", (), {"error": ValueError("old form"), "config": {"form": form}})()
+                        for form in T.instruments._OLD_FORMS]
 
     usr1 = signal.getsignal(signal.SIGUSR1)
     monkeypatch.setattr(tune, "Tuner", Tuner)
@@ -154,3 +155,42 @@ def test_some_trials_failing_is_said_in_one_line(capsys):
     assert out["errors"] == 1 and out["trials"] == 1
     printed = capsys.readouterr().out
     assert printed.strip() == "1 of 2 trials failed, the first with KeyError: 'batch_size'; the summary covers the trials that reported."
+
+
+# --- issue 22: ASHA's decisions read from a run, the searchers' start-up, BOHB's paused trials resume -----------
+
+def test_rung_decisions_counts_what_went_on_below_the_final_cutoff():
+    curves = [[0.1, 0.2, 0.3], [0.9], [0.5, 0.6, 0.7], [0.95, 0.96, 0.97]]   # reached rung 1 in this order
+    d = T.rung_decisions(curves, [1, 3], reduction_factor=3, max_t=3)
+    assert len(d) == 1 and d[0]["reached"] == 4 and d[0]["continued"] == 3
+    assert d[0]["continued_below"] == 2 and d[0]["lowest_continued"] == 0.1   # 0.1 and 0.5 < cutoff of all four
+
+
+def test_searchers_start_up_is_what_was_asked():
+    assert T.startup_of(T.make_searcher("hyperopt", startup=4)) == 4
+    assert T.startup_of(T.make_searcher("optuna", startup=4)) == 4
+    assert T.startup_of(T.make_searcher("random")) is None
+
+
+def test_a_paused_trial_resumes_from_its_checkpoint(tmp_path):
+    """HyperBandForBOHB pauses trials: train_digits(checkpoint=True) must go on from the epoch it saved."""
+    import shutil
+    from unittest import mock
+
+    from ray import tune
+
+    saved, reports = [], []
+
+    def report(metrics, checkpoint=None):
+        reports.append(metrics["epoch"])
+        if checkpoint is not None:
+            dst = tmp_path / f"ckpt{len(saved)}"
+            shutil.copytree(checkpoint.path, dst)
+            saved.append(tune.Checkpoint.from_directory(str(dst)))
+
+    config = {"lr": 1e-3, "hidden": 16, "batch_size": 256, "checkpoint": True}
+    with mock.patch("ray.tune.report", report), mock.patch("ray.tune.get_checkpoint", lambda: None):
+        T.train_digits({**config, "max_epochs": 1})
+    with mock.patch("ray.tune.report", report), mock.patch("ray.tune.get_checkpoint", lambda: saved[-1]):
+        T.train_digits({**config, "max_epochs": 2})
+    assert reports == [1, 2] and len(saved) == 2

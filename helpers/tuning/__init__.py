@@ -2,8 +2,18 @@
 
 ``from helpers.tuning import …`` gives every public name of them, and ``init_ray``,
 ``cluster_nodes``, ``shutdown_ray``, ``keep_stop_handlers`` (``helpers.dist.ray_cluster``).
+The plots (and matplotlib) load on first use: every trial's worker imports this package to find
+``train_digits``, and needs no plotting library.
 """
 from ..dist.ray_cluster import cluster_nodes, init_ray, keep_stop_handlers, ray_temp_dir, shutdown_ray  # noqa: F401
 from .instruments import *  # noqa: F401,F403
-from .plots import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403
+
+_PLOTS = ("plot_grid_vs_random", "plot_bayes_steps", "plot_asha")
+
+
+def __getattr__(name: str):
+    if name in _PLOTS:
+        from . import plots
+        return getattr(plots, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ from ..core.i18n import tr
 from ..dist.ray_cluster import keep_stop_handlers
 
 __all__ = ["METRIC", "MODE", "toy_objective", "grid_vs_random", "toy_1d", "bayes_opt_steps", "asha_rungs",
-           "TrialsFailed", "summarize", "OLD_TO_NEW", "old_api_errors"]
+           "rung_decisions", "startup_of", "TrialsFailed", "summarize", "OLD_TO_NEW", "old_api_errors"]
 
 
 METRIC = "val_acc"  # what the trainable reports each epoch
@@ -45,11 +45,12 @@ def toy_1d(x: np.ndarray | float) -> np.ndarray | float:
 
 
 def bayes_opt_steps(f: Callable = toy_1d, bounds: tuple[float, float] = (0.0, 3.0), n_init: int = 3,
-                    n_iter: int = 4, seed: int = 0) -> list[dict]:
+                    n_iter: int = 5, seed: int = 0, min_length_scale: float = 0.1) -> list[dict]:
     """Bayesian optimisation with scikit-learn's Gaussian process and expected improvement (04).
 
     Each step records what the GP believes (mean and standard deviation on a grid), the
-    expected improvement, and the next point it proposes: the EI maximum.
+    length scale fitted to the points (by maximum likelihood, kept at least ``min_length_scale``),
+    the expected improvement, and the next point it proposes: the EI maximum.
     """
     from scipy.stats import norm
     from sklearn.gaussian_process import GaussianProcessRegressor
@@ -61,8 +62,8 @@ def bayes_opt_steps(f: Callable = toy_1d, bounds: tuple[float, float] = (0.0, 3.
     Y = [float(f(x)) for x in X]
     steps = []
     for _ in range(n_iter):
-        gp = GaussianProcessRegressor(kernel=Matern(length_scale=0.5, nu=2.5), alpha=1e-6, normalize_y=True,
-                                      random_state=seed)
+        kernel = Matern(length_scale=0.5, length_scale_bounds=(min_length_scale, 10.0), nu=2.5)
+        gp = GaussianProcessRegressor(kernel=kernel, alpha=1e-6, normalize_y=True, random_state=seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # length-scale bound warnings on few points
             gp.fit(np.array(X)[:, None], np.array(Y))
@@ -71,7 +72,8 @@ def bayes_opt_steps(f: Callable = toy_1d, bounds: tuple[float, float] = (0.0, 3.
         z = (mu - best) / np.maximum(sd, 1e-12)
         ei = (mu - best) * norm.cdf(z) + sd * norm.pdf(z)
         nxt = float(grid[int(np.argmax(ei))])
-        steps.append({"X": list(X), "Y": list(Y), "grid": grid, "mean": mu, "std": sd, "ei": ei, "next": nxt})
+        steps.append({"X": list(X), "Y": list(Y), "grid": grid, "mean": mu, "std": sd, "ei": ei, "next": nxt,
+                      "length_scale": float(gp.kernel_.length_scale)})
         X.append(nxt)
         Y.append(float(f(nxt)))
     return steps
@@ -87,6 +89,46 @@ def asha_rungs(max_t: int, grace_period: int = 1, reduction_factor: int = 3) -> 
         raise ValueError("need grace_period >= 1, reduction_factor >= 2 and max_t >= grace_period")
     n = int(np.log(max_t / grace_period) / np.log(reduction_factor) + 1)
     return [grace_period * reduction_factor ** k for k in range(n)]
+
+
+def rung_decisions(curves: list[list[float]], rungs: list[int], reduction_factor: float, max_t: int) -> list[dict]:
+    """What ASHA did at each rung below ``max_t``, read from the learning curves of a run (04).
+
+    For each rung: how many trials reached it, how many went on, the cutoff that *all* of their
+    results at that rung give (the top 1/rf: Ray's percentile), and how many of the trials that went
+    on were below it: ASHA judged each one against the results recorded when it arrived.
+    """
+    out = []
+    for r in (r for r in rungs if r < max_t):
+        reached = [c for c in curves if len(c) >= r]
+        went_on = [c for c in reached if len(c) > r]
+        cutoff = float(np.nanpercentile([c[r - 1] for c in reached], (1 - 1 / reduction_factor) * 100))
+        out.append({"rung": r, "reached": len(reached), "continued": len(went_on), "cutoff_all": cutoff,
+                    "continued_below": sum(c[r - 1] < cutoff for c in went_on),
+                    "lowest_continued": min((c[r - 1] for c in went_on), default=float("nan"))})
+    return out
+
+
+def startup_of(searcher: Any) -> int | None:
+    """How many random configurations a Ray searcher draws before its model proposes, read from the object (04).
+
+    HyperOpt: ``n_startup_jobs`` of its TPE (``HyperOptSearch(n_initial_points=...)``); Optuna: the
+    sampler's ``n_startup_trials``; BOHB: its model's ``min_points_in_model`` once a run has set it up
+    (read from its config before). None for others.
+    """
+    algo = getattr(searcher, "algo", None)
+    if algo is not None and "n_startup_jobs" in getattr(algo, "keywords", {}):
+        return int(algo.keywords["n_startup_jobs"])
+    sampler = getattr(searcher, "_sampler", None)
+    if sampler is not None and hasattr(sampler, "_n_startup_trials"):
+        return int(sampler._n_startup_trials)
+    bohber = getattr(searcher, "bohber", None)  # BOHB's model, made when the run starts (it may raise the value)
+    if bohber is not None and hasattr(bohber, "min_points_in_model"):
+        return int(bohber.min_points_in_model)
+    cfg = getattr(searcher, "_bohb_config", None)
+    if cfg and "min_points_in_model" in cfg:
+        return int(cfg["min_points_in_model"])
+    return None
 
 
 class TrialsFailed(RuntimeError):
@@ -135,7 +177,7 @@ def summarize(grid: Any, seconds: float) -> dict:
     errors = len(failed)
     if failed and not curves:
         first = failed[0]
-        config = {k: v for k, v in (first.config or {}).items() if k not in ("max_epochs", "seed")}
+        config = {k: v for k, v in (first.config or {}).items() if k not in ("max_epochs", "seed", "checkpoint")}
         raise TrialsFailed(tr(
             "tuning.trials_failed",
             "{cause}\nThe trainable raised this in {failed} of {total} trials (the first with config {config}). "
@@ -169,22 +211,24 @@ OLD_TO_NEW = [
 ]
 
 
-def _old_tune_report(config: dict) -> None:
-    """A trainable written for old Ray: keyword metrics to tune.report."""
-    from ray import tune
+def _old_forms(config: dict) -> None:
+    """A trainable written for old Ray: keyword metrics to tune.report, or Ray Train's report inside Tune."""
+    if config["form"] == "tune.report(accuracy=...)":
+        from ray import tune
 
-    tune.report(accuracy=0.5)
+        tune.report(accuracy=0.5)
+    else:
+        import ray.train
+
+        ray.train.report({"accuracy": 0.5})
 
 
-def _train_report_in_tune(config: dict) -> None:
-    """A trainable that calls Ray Train's report inside Tune."""
-    import ray.train
-
-    ray.train.report({"accuracy": 0.5})
+_OLD_FORMS = {"tune.report(accuracy=...)": "tune.report(accuracy=...) in a trainable",
+              "ray.train.report(...)": "ray.train.report(...) in a Tune trainable"}
 
 
 def old_api_errors(storage: str | Path = "ray_results") -> dict:
-    """What old forms do today, for real: the import, and two trainables run by a Tuner (04)."""
+    """What old forms do today, for real: the import, and two trainables run by one Tuner (04)."""
     from ray import tune
 
     out = {}
@@ -194,18 +238,19 @@ def old_api_errors(storage: str | Path = "ray_results") -> dict:
         out["from ray.tune.suggest.hyperopt import HyperOptSearch"] = f"{type(e).__name__}: {str(e).splitlines()[0]}"
     quiet = [logging.getLogger(n) for n in ("ray.tune", "ray.tune.tune", "ray.tune.execution.tune_controller")]
     levels = [q.level for q in quiet]
-    for label, fn in (("tune.report(accuracy=...) in a trainable", _old_tune_report),
-                      ("ray.train.report(...) in a Tune trainable", _train_report_in_tune)):
-        for q in quiet:  # the failing trials are the point here: keep Tune from printing their tracebacks too
-            q.setLevel(logging.CRITICAL)
-        try:
-            with keep_stop_handlers():  # fit() leaves Tune's own SIGINT handler installed: Stop would be lost
-                grid = tune.Tuner(fn, run_config=tune.RunConfig(name=fn.__name__.strip("_"), verbose=0,
-                                                                storage_path=str(Path(storage).resolve()))).fit()
-        finally:
-            for q, lv in zip(quiet, levels):
-                q.setLevel(lv)
-        err = grid[0].error
+    for q in quiet:  # the failing trials are the point here: keep Tune from printing their tracebacks too
+        q.setLevel(logging.CRITICAL)
+    try:
+        with keep_stop_handlers():  # fit() leaves Tune's own SIGINT handler installed: Stop would be lost
+            grid = tune.Tuner(_old_forms, param_space={"form": tune.grid_search(list(_OLD_FORMS))},
+                              run_config=tune.RunConfig(name="old_forms", verbose=0, progress_reporter=tune.CLIReporter(),
+                                                        storage_path=str(Path(storage).resolve()))).fit()
+    finally:
+        for q, lv in zip(quiet, levels):
+            q.setLevel(lv)
+    by_form = {(r.config or {}).get("form"): r.error for r in grid}
+    for form, label in _OLD_FORMS.items():
+        err = by_form.get(form)
         last = str(err).strip().splitlines()[-1] if err else "no error"
         out[label] = f"{type(err).__name__ if err else ''}: {last}"
     return out

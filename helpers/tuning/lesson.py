@@ -13,11 +13,8 @@ NOTEBOOK = "04_hyperparameter_tuning"
 LIMIT_S = 180  # the tuning notebook's run-time limit; every other notebook's is 90 s
 
 
-def _trainable_behaviour(fn) -> str | None:
-    """The student's trainable, run with ``ray.tune.report`` recording instead of reporting to a Tuner (04).
-
-    Fast, and Ray need not run: what matters is what the function reports, and how.
-    """
+def _reports(fn, config: dict) -> list:
+    """What the student's trainable reports for ``config``, with ``ray.tune.report`` recording (04)."""
     from unittest import mock
 
     calls: list = []
@@ -26,16 +23,36 @@ def _trainable_behaviour(fn) -> str | None:
         calls.append((metrics, args, kwargs))
 
     with mock.patch("ray.tune.report", record):
-        fn({"x": 2.0})  # if it raises, check() says so (checks._verify_code)
-    if not calls:
-        return "the trainable never called tune.report, so the Tuner would see no result"
-    if any(kw and m is None for m, _, kw in calls):
-        return "tune.report(score=...) is the old form; today it takes one dict: tune.report({'score': ...})"
-    if any(not isinstance(m, dict) for m, _, _ in calls):
-        return "pass tune.report a dict of metrics"
-    scores = [m.get("score") for m, _, _ in calls]
-    if len(calls) != 3 or scores != [2.0, 4.0, 6.0]:
-        return f"with config {{'x': 2.0}} it reported scores {scores}; expected one report per epoch for epochs 1 to 3"
+        fn(dict(config))  # if it raises, check() says so (checks._verify_code)
+    return calls
+
+
+def _trainable_behaviour(fn) -> str | None:
+    """The student's trainable, run with three configs (one drawn at random) and ``ray.tune.report`` recording (04).
+
+    Fast, and Ray need not run: what matters is what the function reports, and how. The rule:
+    for each config, exactly one report per epoch 1, 2, 3, each one dict whose ``score`` is
+    ``config["x"] * epoch``. Several values of ``x`` (a negative one, and a random one) tell a
+    trainable that reads its config from one that reports fixed numbers.
+    """
+    import math
+    import random
+
+    for x in (2.0, -0.5, round(random.uniform(2.5, 9.9), 3)):  # the third one is new every time
+        calls = _reports(fn, {"x": x})
+        if not calls:
+            return "the trainable never called tune.report, so the Tuner would see no result"
+        if any(kw and m is None for m, _, kw in calls):
+            return "tune.report(score=...) is the old form; today it takes one dict: tune.report({'score': ...})"
+        if any(not isinstance(m, dict) for m, _, _ in calls):
+            return "pass tune.report a dict of metrics"
+        scores = [m.get("score") for m, _, _ in calls]
+        right = len(scores) == 3 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                         and math.isclose(v, x * e, rel_tol=1e-9, abs_tol=1e-12)
+                                         for v, e in zip(scores, (1, 2, 3)))
+        if not right:
+            return (f"with config {{'x': {x}}} it reported scores {scores}; expected one report per epoch for "
+                    "epochs 1 to 3, each computed from the config it was given")
     return None
 
 
@@ -52,9 +69,16 @@ EXERCISES = [
     Exercise("04.grid_distinct", "int", digest="a44b8cb3a3c86f77a469e6b85e9b824911d0fcf92715f5890fffd7f55bcbec76",
              hint="A grid repeats each value of one parameter for every value of the other.",
              why="Random search tries as many distinct values as it has trials."),
-    Exercise("04.full_epochs", "int", digest="613e73f48e5b20534b3424cb7fac439fcb35faafaf0c842b2c7b826434f23d3f",
-             hint="What does one trial cost when nothing stops it early, and how many trials are there?",
-             why="This is the budget ASHA's savings are measured against."),
+    Exercise("04.asha_continue", "int", digest="9c12d665d0ee642a07347040d38ced029fcc83d5b4d19afee50bce0ae61ca2bb",
+             hint="Take the trials one at a time: each is compared only with the results recorded before it "
+                  "arrived, and the first has nothing to be compared with.",
+             why="Asynchronous: no trial waits for the field, so an early weak trial can go on and a later one be "
+                 "stopped with a better score than it."),
+    Exercise("04.sync_epochs", "int", digest="688cd07f09f5a698df9a37201c3ef12e27fae67417d960a6192359af444fa22e",
+             hint="A trial that goes on from one rung to the next trains only the epochs between them; count "
+                  "how many trials train each stretch.",
+             why="Every trial pays for the first rung; only the few that survive pay for the long stretches, and "
+                 "synchronous halving makes every trial at a rung wait for the slowest before any goes on."),
 ]
 
 

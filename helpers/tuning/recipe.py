@@ -25,8 +25,8 @@ if TYPE_CHECKING:  # Ray is imported lazily: importing helpers never starts it
     from ray.tune.schedulers import TrialScheduler
     from ray.tune.search import Searcher
 
-__all__ = ["search_space", "train_digits", "retrain_best", "make_scheduler", "make_searcher", "build_tuner",
-           "run_tuner"]
+__all__ = ["search_space", "train_digits", "retrain_best", "STARTUP", "make_scheduler", "make_searcher", "build_tuner",
+           "fit", "run_tuner"]
 
 
 def search_space(lr: tuple[float, float] = (1e-4, 3e-2), hidden: Sequence[int] = (16, 32, 64, 128),
@@ -57,8 +57,13 @@ def train_digits(config: dict) -> None:
     """Ray Tune trainable: the course CNN on the digits, one ``tune.report`` per epoch (04).
 
     Reports ``val_acc``, ``val_loss`` and ``epoch``; Tune counts each report as one
-    ``training_iteration``, which is what ASHA's ``max_t`` and ``grace_period`` count.
+    ``training_iteration``, which is what ASHA's ``max_t`` and ``grace_period`` count. With
+    ``config["checkpoint"]`` it saves the model and optimizer with every report and resumes from
+    the last one: a scheduler that *pauses* trials (``HyperBandForBOHB``, PBT) needs that, or a
+    resumed trial starts again from epoch 1. ASHA only stops trials, so its runs skip it.
     """
+    import tempfile
+
     from ray import tune
 
     torch.set_num_threads(1)
@@ -69,10 +74,22 @@ def train_digits(config: dict) -> None:
     device = get_device()
     model = DigitsCNN(hidden=int(config["hidden"])).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))
-    for epoch in range(1, int(config.get("max_epochs", 9)) + 1):
+    start = 1
+    if config.get("checkpoint") and (ckpt := tune.get_checkpoint()):  # a paused trial, resumed
+        with ckpt.as_directory() as d:
+            state = torch.load(Path(d) / "state.pt", map_location=device)
+        model.load_state_dict(state["model"]), opt.load_state_dict(state["opt"])
+        start = state["epoch"] + 1
+    for epoch in range(start, int(config.get("max_epochs", 9)) + 1):
         train_one_epoch(model, loaders["train"], opt)
         val = evaluate(model, loaders["val"])
-        tune.report({"val_acc": val["acc"], "val_loss": val["loss"], "epoch": epoch})
+        metrics = {"val_acc": val["acc"], "val_loss": val["loss"], "epoch": epoch}
+        if not config.get("checkpoint"):
+            tune.report(metrics)
+            continue
+        with tempfile.TemporaryDirectory() as d:
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "epoch": epoch}, Path(d) / "state.pt")
+            tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(d))
 
 
 def _check_budget(num_samples: int, max_t: int, grace_period: int, reduction_factor: int) -> None:
@@ -114,31 +131,42 @@ def retrain_best(config: dict, epochs: int = 9, seed: int = 0, device: str | tor
 
 
 def make_scheduler(name: str, max_t: int, grace_period: int = 1, reduction_factor: int = 3) -> "TrialScheduler":
-    """A Tune trial scheduler: ``"asha"``, ``"fifo"`` (every trial to ``max_t``) or ``"bohb"`` (04)."""
+    """A Tune trial scheduler: ``"asha"``, ``"fifo"`` (every trial to ``max_t``) or ``"bohb"`` (04).
+
+    ``metric`` and ``mode`` are left to ``TuneConfig``, which hands them to the scheduler.
+    """
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, HyperBandForBOHB
 
     if name == "asha":
         return ASHAScheduler(max_t=max_t, grace_period=grace_period, reduction_factor=reduction_factor)
     if name == "fifo":
         return FIFOScheduler()
-    if name == "bohb":
+    if name == "bohb":  # BOHB's own scheduler: HyperBand that pauses trials and resumes them from a checkpoint
         return HyperBandForBOHB(time_attr="training_iteration", max_t=max_t, reduction_factor=reduction_factor)
     raise ValueError(f"unknown scheduler {name!r}; choose 'asha', 'fifo' or 'bohb'")
 
 
-def make_searcher(name: str, seed: int = 0) -> "Searcher":
-    """A Tune search algorithm: ``"random"`` (seeded), ``"hyperopt"``, ``"optuna"`` (TPE) or ``"bohb"`` (04)."""
+STARTUP = 3  # random configurations a model-based searcher draws before its model proposes (04)
+
+
+def make_searcher(name: str, seed: int = 0, startup: int = STARTUP) -> "Searcher":
+    """A Tune search algorithm: ``"random"`` (seeded), ``"hyperopt"``, ``"optuna"`` (TPE) or ``"bohb"`` (04).
+
+    HyperOpt and Optuna draw ``startup`` random configurations first (their defaults, 20 and 10,
+    would use up a small budget on random draws). BOHB keeps HpBandSter's default: its model starts
+    once it has results for dimensions + 1 configurations on one budget, the least it accepts.
+    """
     if name == "random":
         from ray.tune.search.basic_variant import BasicVariantGenerator
         return BasicVariantGenerator(random_state=seed)
     if name == "hyperopt":
         from ray.tune.search.hyperopt import HyperOptSearch
-        return HyperOptSearch(random_state_seed=seed)
+        return HyperOptSearch(n_initial_points=startup, random_state_seed=seed)
     if name == "optuna":
         import optuna
         from ray.tune.search.optuna import OptunaSearch
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        return OptunaSearch(sampler=optuna.samplers.TPESampler(seed=seed))
+        return OptunaSearch(sampler=optuna.samplers.TPESampler(n_startup_trials=startup, seed=seed))
     if name == "bohb":
         from ray.tune.search.bohb import TuneBOHB
         return TuneBOHB(seed=seed)
@@ -160,22 +188,33 @@ def build_tuner(name: str, space: dict, scheduler: "TrialScheduler", searcher: "
         tune_config=tune.TuneConfig(metric=METRIC, mode=MODE, scheduler=scheduler, search_alg=searcher,
                                     num_samples=num_samples, reuse_actors=True),
         run_config=tune.RunConfig(name=name, storage_path=str(Path(storage).resolve()), verbose=verbose,
-                                  progress_reporter=reporter),
+                                  progress_reporter=reporter, checkpoint_config=tune.CheckpointConfig(num_to_keep=1)),
     )
 
 
-def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: str = "asha", searcher: str = "random",
-              grace_period: int = 1, reduction_factor: int = 3, seed: int = 0, space: dict | None = None,
-              storage: str | Path = "ray_results", verbose: int = 1) -> dict:
-    """One Ray Tune experiment on the digits; returns a plain summary (04).
+def fit(tuner: "tune.Tuner") -> "tune.ResultGrid":
+    """``tuner.fit()``, after which Jupyter's Stop still works and a failed trial is said in one line (04)."""
+    # Tune's SIGINT handler goes with the run (else the next Stop is lost), and so does its full traceback
+    # of every failed trial (TUNE_PRINT_ALL_TRIAL_ERRORS): summarize says what failed, in one line
+    with warnings.catch_warnings(), keep_stop_handlers(), _environ({"TUNE_PRINT_ALL_TRIAL_ERRORS": "0"}):
+        warnings.simplefilter("ignore", FutureWarning)  # BOHB's ConfigSpace/pandas/statsmodels stack warns
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module="statsmodels")
+        return tuner.fit()
 
-    ``scheduler`` and ``searcher`` name what :func:`make_scheduler` and :func:`make_searcher`
-    build. The summary (``helpers.tuning.instruments.summarize``) holds every trial's learning
-    curve, the epochs spent, the best configuration and its accuracy; a run stopped with
-    Jupyter's Stop is summarised from the trials that reported. If every trial fails (a search
-    space the trainable cannot use, say), it raises ``TrialsFailed``, whose first line is the
-    trainable's own error; Ray's report is chained to it. The SIGINT handler Tune installs for the
-    run is removed after it, so the next Stop interrupts the kernel as usual.
+
+def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: "str | TrialScheduler" = "asha",
+              searcher: "str | Searcher" = "random", grace_period: int = 1, reduction_factor: int = 3, seed: int = 0,
+              space: dict | None = None, storage: str | Path = "ray_results", verbose: int = 1,
+              startup: int = STARTUP) -> dict:
+    """One Ray Tune experiment on the digits; returns a plain summary and the ``ResultGrid`` (04).
+
+    ``scheduler`` and ``searcher`` are Tune objects, or names that :func:`make_scheduler` and
+    :func:`make_searcher` build. The summary (``helpers.tuning.instruments.summarize``) holds every
+    trial's learning curve, the epochs spent, the best configuration and its accuracy (the best
+    value at any epoch, what ``get_best_result(scope="all")`` ranks by), and ``grid``, Tune's own
+    ``ResultGrid``. A run stopped with Jupyter's Stop is summarised from the trials that reported.
+    If every trial fails (a search space the trainable cannot use, say), it raises
+    ``TrialsFailed``, whose first line is the trainable's own error; Ray's report is chained to it.
 
     Example::
 
@@ -185,18 +224,17 @@ def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: str = 
     """
     _check_budget(num_samples, max_t, grace_period, reduction_factor)
     space = dict(space or search_space())
-    space.update(max_epochs=max_t, seed=seed)
-    tuner = build_tuner(name, space, make_scheduler(scheduler, max_t, grace_period, reduction_factor),
-                        make_searcher(searcher, seed), num_samples, storage, verbose)
+    pauses = scheduler == "bohb" or type(scheduler).__name__ == "HyperBandForBOHB"
+    space.update(max_epochs=max_t, seed=seed, checkpoint=pauses)
+    if isinstance(scheduler, str):
+        scheduler = make_scheduler(scheduler, max_t, grace_period, reduction_factor)
+    if isinstance(searcher, str):
+        searcher = make_searcher(searcher, seed, startup)
+    tuner = build_tuner(name, space, scheduler, searcher, num_samples, storage, verbose)
     t0 = time.perf_counter()
-    # Tune's SIGINT handler goes with the run (else the next Stop is lost), and so does its full traceback
-    # of every failed trial (TUNE_PRINT_ALL_TRIAL_ERRORS): summarize says what failed, in one line
-    with warnings.catch_warnings(), keep_stop_handlers(), _environ({"TUNE_PRINT_ALL_TRIAL_ERRORS": "0"}):
-        warnings.simplefilter("ignore", FutureWarning)  # BOHB's ConfigSpace/pandas/statsmodels stack warns
-        warnings.filterwarnings("ignore", category=RuntimeWarning, module="statsmodels")
-        grid = tuner.fit()
+    grid = fit(tuner)
     out = summarize(grid, time.perf_counter() - t0)
     if out["interrupted"]:
         print(f"Stopped before the end: {out['trials']} of {len(grid)} trials reported results "
               f"({out['trials_without_result']} reported none); the summary covers those.")
-    return out
+    return {**out, "grid": grid}

@@ -1,0 +1,139 @@
+"""Notebook 04's exercises: the right answers pass, and the plausible wrong ones are refused.
+
+The numeric answers are computed here from their definitions (ASHA's rule on Ray's own scheduler,
+synchronous halving counted epoch by epoch), so a test also proves the stored answer is right.
+"""
+from types import SimpleNamespace
+
+import pytest
+
+from helpers.core.checks import verify
+
+
+def _ray_asha_continues(accuracies, reduction_factor):
+    """How many trials Ray's ASHAScheduler lets go on at rung 1, for results arriving in this order."""
+    from ray.tune.schedulers import ASHAScheduler
+
+    sched = ASHAScheduler(metric="acc", mode="max", max_t=16, grace_period=1, reduction_factor=reduction_factor)
+    went_on = 0
+    for i, acc in enumerate(accuracies):
+        trial = SimpleNamespace(trial_id=str(i))
+        sched.on_trial_add(None, trial)
+        went_on += sched.on_trial_result(None, trial, {"training_iteration": 1, "acc": acc}) == "CONTINUE"
+    return went_on
+
+
+def _sync_halving_epochs(trials, grace, rf, max_t):
+    """Epochs trained by synchronous successive halving, counted stretch by stretch."""
+    rungs, r = [], grace
+    while r <= max_t:
+        rungs.append(r)
+        r *= rf
+    total, alive, done = 0, trials, 0
+    for r in rungs:
+        total += alive * (r - done)
+        done, alive = r, alive // rf
+    return total
+
+
+def test_asha_continue_right_answer_is_what_rays_scheduler_does():
+    assert verify("04.asha_continue", _ray_asha_continues([0.2, 0.8, 0.4, 0.7, 0.3], 2))[0]
+
+
+@pytest.mark.parametrize("wrong", [2, 5, 4, 1], ids=["synchronous top half", "all", "all but the last", "first only"])
+def test_asha_continue_refuses_wrong_answers(wrong):
+    ok, msg = verify("04.asha_continue", wrong)
+    assert not ok and "Hint" in msg
+
+
+def test_sync_epochs_right_answer_is_the_counted_one():
+    assert verify("04.sync_epochs", _sync_halving_epochs(16, 1, 2, 8))[0]
+
+
+@pytest.mark.parametrize("wrong", [16 * 8, 16 * 1 + 8 * 2 + 4 * 4 + 2 * 8, 16 + 8 + 4 + 2],
+                         ids=["every trial to max_t", "rung epochs instead of the stretches", "one epoch per rung"])
+def test_sync_epochs_refuses_wrong_answers(wrong):
+    assert not verify("04.sync_epochs", wrong)[0]
+
+
+def test_rungs_right_answer_is_rays_rungs():
+    from ray.tune.schedulers import ASHAScheduler
+
+    sched = ASHAScheduler(max_t=16, grace_period=1, reduction_factor=2)
+    rungs = sorted(m for m, _ in sched._brackets[0]._rungs)
+    assert verify("04.rungs_rf2", rungs)[0]
+
+
+@pytest.mark.parametrize("wrong", [[1, 2, 4, 8], [1, 3, 9], [2, 4, 8, 16], [16, 8, 4, 2, 1]])
+def test_rungs_refuse_wrong_answers(wrong):
+    assert not verify("04.rungs_rf2", wrong)[0]
+
+
+def test_grid_distinct():
+    assert verify("04.grid_distinct", 4)[0] and not verify("04.grid_distinct", 16)[0]
+
+
+# --- the code exercise: a trainable that reports config["x"] * epoch for epochs 1, 2, 3 -------------------------
+
+def right(config):
+    from ray import tune
+
+    for epoch in range(1, 4):
+        tune.report({"score": config["x"] * epoch})
+
+
+def ignores_config(config):  # passes a check that only tries x = 2.0
+    from ray import tune
+
+    for epoch in range(1, 4):
+        tune.report({"score": 2.0 * epoch})
+
+
+def table(config):  # a hard-coded table of the configs a fixed check would try
+    from ray import tune
+
+    for v in {2.0: [2.0, 4.0, 6.0], -0.5: [-0.5, -1.0, -1.5]}.get(config["x"], [0.0, 0.0, 0.0]):
+        tune.report({"score": v})
+
+
+def old_keyword_form(config):
+    from ray import tune
+
+    for epoch in range(1, 4):
+        tune.report(score=config["x"] * epoch)
+
+
+def once_at_the_end(config):
+    from ray import tune
+
+    tune.report({"score": config["x"] * 3})
+
+
+def epochs_from_zero(config):
+    from ray import tune
+
+    for epoch in range(3):
+        tune.report({"score": config["x"] * epoch})
+
+
+def never_reports(config):
+    return [config["x"] * e for e in (1, 2, 3)]
+
+
+def wraps_the_course_trainable(config):
+    from helpers.tuning import train_digits
+
+    train_digits(config)
+
+
+def test_the_right_trainable_passes():
+    for _ in range(5):  # a new random config every time
+        assert verify("04.trainable", right)[0]
+
+
+@pytest.mark.parametrize("wrong", [ignores_config, table, old_keyword_form, once_at_the_end, epochs_from_zero,
+                                   never_reports, wraps_the_course_trainable], ids=lambda f: f.__name__)
+def test_wrong_trainables_are_refused(wrong):
+    for _ in range(5):
+        ok, msg = verify("04.trainable", wrong)
+        assert not ok and "Hint" in msg, msg
