@@ -1,7 +1,8 @@
-"""Notebook 01, model parallelism and pipelining: the recipe, its instruments and their plots.
+"""Notebook 01, model parallelism and pipelining: the recipe, its instruments, their plots and tables.
 
-``from helpers.pipeline import …`` gives every public name of the three modules.
+``from helpers.pipeline import …`` gives every public name of the four modules.
 """
 from .instruments import *  # noqa: F401,F403
 from .plots import *  # noqa: F401,F403
+from .tables import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403

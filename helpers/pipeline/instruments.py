@@ -19,15 +19,19 @@ from ..dist.launcher import launch
 from ..dist.ranks import agree, local_device
 from .recipe import _check_split, build_schedule, gpipe_step, make_stages, schedule_step, synthetic_batch
 
-__all__ = ["gpipe_worker", "busy_overlap", "ideal_speedup", "bubble_fraction", "run_gpipe", "stage_cost",
-           "message_worker", "run_message_cost", "LiveCounter", "library_worker", "reference_gradients",
-           "run_library", "gpipe_table"]
+__all__ = ["gpipe_worker", "ping_pong_rounds", "busy_share", "busy_overlap", "ideal_speedup", "bubble_fraction", "run_gpipe", "stage_cost",
+           "LiveCounter", "library_worker", "reference_gradients",
+           "run_library"]
 
 
 
 def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int, ms: Sequence[int],
-                 repeats: int = 3) -> dict:
-    """Time the hand-written 2-stage GPipe for each micro-batch count; keep the last step's events (01)."""
+                 repeats: int = 3, message_rounds: int = 0) -> dict:
+    """Time the hand-written 2-stage GPipe for each micro-batch count; keep the last step's events (01).
+
+    With ``message_rounds``, also time one send/recv of each micro-batch's activation size
+    (``message_rounds`` rounds, the sizes taken in turn in each round), under ``"messages"``.
+    """
     if world_size != 2:
         raise ValueError("this pipeline has exactly 2 stages: launch it with nprocs=2")
     device = local_device()
@@ -48,6 +52,35 @@ def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int,
         t_start = agree(min(e[3] for e in events), "min")  # one clock (CLOCK_MONOTONIC is shared on one machine)
         out[m] = {"step_s": statistics.median(times),
                   "events": [(s, k, i, a - t_start, b - t_start) for s, k, i, a, b in events]}
+    if message_rounds:
+        out["messages"] = ping_pong_rounds(rank, [batch // m * width * 4 for m in ms], message_rounds)
+    return out
+
+
+def ping_pong_rounds(rank: int, sizes: Sequence[int], rounds: int = 7, per_round: int = 5) -> dict[int, list[float]]:
+    """One-way send/recv seconds for each size in bytes, once per round, sizes in turn within a round (01).
+
+    Each figure is the mean of ``per_round`` ping-pongs between ranks 0 and 1; taking the sizes in
+    turn spreads whatever else the machine is doing over all of them alike.
+    """
+    device = local_device()
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda *a: None)
+    bufs = {size: torch.zeros(size // 4, device=device) for size in sizes}
+    out: dict[int, list[float]] = {size: [] for size in sizes}
+    for r in range(rounds + 1):  # round 0 warms up
+        for size, buf in bufs.items():
+            dist.barrier()
+            t0 = time.perf_counter()
+            for _ in range(per_round):
+                if rank == 0:
+                    dist.send(buf, 1)
+                    dist.recv(buf, 1)
+                else:
+                    dist.recv(buf, 0)
+                    dist.send(buf, 0)
+            sync(device)
+            if r:
+                out[size].append((time.perf_counter() - t0) / per_round / 2)
     return out
 
 
@@ -76,18 +109,21 @@ def bubble_fraction(m: int, p: int = 2) -> float:
 
 
 def run_gpipe(ms: Sequence[int] = (1, 2, 4, 8), width: int = 512, depth: int = 4, batch: int = 2048,
-              repeats: int = 5, timeout: float = 120) -> list[dict]:
+              repeats: int = 5, timeout: float = 120, message_rounds: int = 0) -> list[dict]:
     """Measured step time of the hand-written GPipe for each m, against the ideal (01).
 
     Rows: micro-batches, step seconds, speedup over m = 1, ideal speedup, efficiency = their ratio,
-    and the events of one step on both stages (for the timeline).
+    and the events of one step on both stages (for the timeline). With ``message_rounds``, each row
+    also has ``message_bytes`` (one micro-batch's activation, the size of each of its two messages)
+    and ``message_s`` (one-way seconds of a send/recv of that size, one figure per round).
     """
     ms = list(ms)
     if 1 not in ms:
         ms = [1, *ms]
     for m in ms:
         _check_split(batch, m)
-    res = launch(gpipe_worker, 2, args=(width, depth, batch, ms, repeats), timeout=timeout, verbose=False)
+    res = launch(gpipe_worker, 2, args=(width, depth, batch, ms, repeats, message_rounds), timeout=timeout,
+                 verbose=False)
     base = res[0][1]["step_s"]
     rows = []
     for m in ms:
@@ -95,60 +131,44 @@ def run_gpipe(ms: Sequence[int] = (1, 2, 4, 8), width: int = 512, depth: int = 4
         rows.append({"microbatches": m, "microbatch_rows": batch // m, "step_s": res[0][m]["step_s"],
                      "speedup": speed, "ideal_speedup": ideal_speedup(m), "efficiency": speed / ideal_speedup(m),
                      "events": sorted(res[0][m]["events"] + res[1][m]["events"], key=lambda e: e[3])})
+        if message_rounds:
+            rows[-1]["message_bytes"] = batch // m * width * 4
+            rows[-1]["message_s"] = res[0]["messages"][batch // m * width * 4]
     return rows
+
+
+def busy_share(events: list[tuple], stage: int) -> float:
+    """Fraction of one step (first start to last end, over both stages) that ``stage`` spent computing (01)."""
+    span = max(e[4] for e in events) - min(e[3] for e in events)
+    return sum(b - a for s, _, _, a, b in events if s == stage) / span
 
 
 def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence[int] = (1, 2, 4, 8, 16),
                repeats: int = 5) -> list[dict]:
     """Time one stage's forward+backward over the whole batch cut into m pieces, on one thread (01).
 
-    A pipeline only helps if cutting the batch costs little: small matrix products run less
-    efficiently, so the same rows cost more in many small pieces.
+    A pipeline only helps if cutting the batch costs little. ``cost_vs_m1``: the median time
+    over ``repeats`` rounds against the first m's median; ``cost_range``: the fastest and slowest
+    round on the same scale (the spread to read the median against).
     """
     stage = make_stages(width, depth)[0]
     x, _ = synthetic_batch(batch, width)
-    rows = []
+    ms = list(ms)
+    for m in ms:
+        _check_split(batch, m)
+    times: dict[int, list[float]] = {m: [] for m in ms}
     with torch_threads(1):
-        for m in ms:
-            _check_split(batch, m)
-            times = []
-            for r in range(repeats + 1):
+        for r in range(repeats + 1):  # round 0 warms up; each round takes every m in turn
+            for m in ms:
                 t0 = time.perf_counter()
                 for xi in x.chunk(m):
                     stage(xi).sum().backward()
-                if r:  # the first is a warm-up
-                    times.append(time.perf_counter() - t0)
-            rows.append({"microbatches": m, "microbatch_rows": batch // m, "seconds": statistics.median(times)})
-    for r in rows:
-        r["cost_vs_m1"] = r["seconds"] / rows[0]["seconds"]
-    return rows
-
-
-def message_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int = 20) -> list[dict]:
-    """One-way time of a send/recv of each size in bytes, from a ping-pong between ranks 0 and 1 (01)."""
-    out = []
-    device = local_device()
-    for size in sizes:
-        buf = torch.zeros(size // 4, device=device)
-        for r in range(repeats + 2):
-            if r == 2:
-                dist.barrier()
-                t0 = time.perf_counter()
-            if rank == 0:
-                dist.send(buf, 1)
-                dist.recv(buf, 1)
-            else:
-                dist.recv(buf, 0)
-                dist.send(buf, 0)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        out.append({"bytes": size, "one_way_s": (time.perf_counter() - t0) / repeats / 2})
-    return out
-
-
-def run_message_cost(sizes: Sequence[int] = (4 * 2**10, 64 * 2**10, 256 * 2**10, 2**20), timeout: float = 60) -> list[dict]:
-    """Per-message cost of ``torch.distributed`` send/recv between two processes on this machine (01)."""
-    return launch(message_worker, 2, args=(list(sizes),), timeout=timeout, verbose=False)[0]
+                if r:
+                    times[m].append(time.perf_counter() - t0)
+    base = statistics.median(times[ms[0]])
+    return [{"microbatches": m, "microbatch_rows": batch // m, "seconds": statistics.median(times[m]),
+             "cost_vs_m1": statistics.median(times[m]) / base,
+             "cost_range": (min(times[m]) / base, max(times[m]) / base)} for m in ms]
 
 
 class LiveCounter(nn.Module):
@@ -243,12 +263,3 @@ def run_library(schedules: Sequence[str] = ("gpipe", "1f1b"), ms: Sequence[int] 
             row["efficiency"] = row["speedup"] / row["ideal_speedup"]
         rows.append(row)
     return rows
-
-
-def gpipe_table(rows: list[dict]) -> str:
-    """The measured-vs-ideal table (01)."""
-    lines = [f"{'m':>3} {'rows/mb':>8} {'step ms':>8} {'speedup':>8} {'ideal':>6} {'efficiency':>10} {'bubble':>7}"]
-    for r in rows:
-        lines.append(f"{r['microbatches']:>3} {r['microbatch_rows']:>8} {1e3 * r['step_s']:>8.1f} {r['speedup']:>7.2f}× "
-                     f"{r['ideal_speedup']:>5.2f}× {r['efficiency']:>10.2f} {bubble_fraction(r['microbatches']):>7.2f}")
-    return "\n".join(lines)

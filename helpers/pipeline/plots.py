@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
 from ..core.plots import finish
@@ -13,55 +14,76 @@ __all__ = ["plot_timelines", "plot_speedup", "plot_split_sweep"]
 
 
 def plot_timelines(rows: list[dict], label: str = "") -> Figure | None:
-    """Gantt charts of one step per micro-batch count: which stage computes what, when (01)."""
-    fig, axes = plt.subplots(len(rows), 1, figsize=(10, 1.3 * len(rows) + 0.6), squeeze=False)
+    """Gantt charts of one step per micro-batch count: which stage computes what, when (01).
+
+    A bar labelled F1.3 is stage 1's forward of micro-batch 3 (B: backward); bars too narrow
+    for an 8-point label stay unlabelled.
+    """
+    fig, axes = plt.subplots(len(rows), 1, figsize=(10, 1.3 * len(rows) + 1.0), squeeze=False)
     t_max = max(e[4] for r in rows for e in r["events"])
     colors = {"F": "#4C72B0", "B": "#DD8452"}
     for ax, r in zip(axes[:, 0], rows):
         for s, kind, i, a, b in r["events"]:
             ax.barh(1 - s, b - a, left=a, color=colors[kind], edgecolor="white")
-            if (b - a) / t_max > 0.028:  # a label only where it fits inside its bar
-                ax.text(a + (b - a) / 2, 1 - s, f"{kind}{s}.{i}", ha="center", va="center", fontsize=6, color="white")
+            if (b - a) / t_max > 0.04:  # a label only where it fits inside its bar
+                ax.text(a + (b - a) / 2, 1 - s, f"{kind}{s}.{i}", ha="center", va="center", fontsize=8, color="white")
         ax.set_yticks([1, 0], ["stage 0", "stage 1"])
         ax.set_xlim(0, t_max * 1.02)
-        ax.set_title(f"m = {r['microbatches']}: step {1e3 * r['step_s']:.0f} ms", fontsize=9, loc="left")
-    axes[-1, 0].set_xlabel("seconds since the step began (blue: forward, orange: backward, gaps: idle)")
+        ax.set_title(f"m = {r['microbatches']} micro-batches: step {1e3 * r['step_s']:.0f} ms", fontsize=9, loc="left")
+    axes[0, 0].legend(handles=[Patch(color=colors["F"], label="Fs.i: stage s's forward of micro-batch i"),
+                               Patch(color=colors["B"], label="Bs.i: its backward")],
+                      loc="lower left", bbox_to_anchor=(0, 1.25), ncol=2, fontsize=8, frameon=False)
+    axes[-1, 0].set_xlabel("seconds since the step began (gaps: the stage is idle)")
     return finish(fig, label)
 
 
 def plot_speedup(rows: list[dict], library_rows: list[dict] | None = None, label: str = "") -> Figure | None:
-    """Measured speedup over m = 1 against the ideal 2m/(m+1) (01)."""
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    """Measured speedup against the ideal 2m/(m+1), each implementation over its own GPipe at m = 1 (01)."""
+    fig, ax = plt.subplots(figsize=(9, 3.8))
     ms = [r["microbatches"] for r in rows]
     fine = [1 + k / 10 for k in range(0, 10 * (max(ms) - 1) + 1)]
     ax.plot(fine, [ideal_speedup(m) for m in fine], "k:", label="ideal 2m/(m+1)")
-    ax.plot(ms, [r["speedup"] for r in rows], "o-", label="hand-written GPipe")
+    ax.plot(ms, [r["speedup"] for r in rows], "o-", label="hand-written GPipe (over its own m = 1)")
     for name in sorted({r["schedule"] for r in library_rows or []}):
         rs = [r for r in library_rows if r["schedule"] == name and "speedup" in r]
-        ax.plot([r["microbatches"] for r in rs], [r["speedup"] for r in rs], "s--", label=f"pipelining {name}")
-    ax.set(xlabel="micro-batches m", ylabel="speedup over m = 1", xscale="log", title="pipelining 2 stages")
+        ax.plot([r["microbatches"] for r in rs], [r["speedup"] for r in rs], "s--",
+                label=f"library {name} (over library GPipe m = 1)")
+    ax.set(xlabel="micro-batches m", ylabel="speedup over m = 1", xscale="log",
+           title="2-stage pipeline: measured speedup against the ideal")
     ax.set_xticks(ms, [str(m) for m in ms])
     ax.xaxis.set_minor_locator(NullLocator())  # only the m that were measured
+    ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))  # beside the data, never over it
     return finish(fig, label)
 
 
 def plot_split_sweep(rows: list[dict], cost_rows: list[dict], label: str = "") -> Figure | None:
-    """Efficiency of the pipeline and cost of one stage against micro-batch size, at a fixed batch (01)."""
-    fig, ax = plt.subplots(1, 2, figsize=(10, 3.4))
-    ax[0].plot([r["microbatch_rows"] for r in rows], [r["speedup"] for r in rows], "o-", label="measured")
-    ax[0].plot([r["microbatch_rows"] for r in rows], [r["ideal_speedup"] for r in rows], "k:", label="ideal 2m/(m+1)")
-    ax[0].set(xscale="log", xlabel="rows per micro-batch", ylabel="speedup over m = 1", title="the split-size sweep")
-    ax[0].invert_xaxis()
-    ax[1].plot([r["microbatch_rows"] for r in cost_rows], [r["cost_vs_m1"] for r in cost_rows], "o-", color="C3")
+    """Speedup of the pipeline and cost of one stage against micro-batch size, at a fixed batch (01).
+
+    Both x axes are the rows per micro-batch, each tick also naming its m; the right panel's
+    error bars span the fastest and slowest round.
+    """
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+    batch = rows[0]["microbatch_rows"] * rows[0]["microbatches"]
+    x = [r["microbatch_rows"] for r in rows]
+    ax[0].plot(x, [r["speedup"] for r in rows], "o-", label="measured")
+    ax[0].plot(x, [r["ideal_speedup"] for r in rows], "k:", label=f"ideal 2m/(m+1), m = {batch} / rows")
+    ax[0].set(ylabel="speedup over m = 1", title="2-stage GPipe: speedup by micro-batch size")
+    ax[0].set_ylim(bottom=0)
+    ax[0].legend(fontsize=8, loc="lower left")
+    cx = [r["microbatch_rows"] for r in cost_rows]
+    mid = [r["cost_vs_m1"] for r in cost_rows]
+    err = [[m - r["cost_range"][0] for m, r in zip(mid, cost_rows)], [r["cost_range"][1] - m for m, r in zip(mid, cost_rows)]]
+    ax[1].errorbar(cx, mid, yerr=err, fmt="o-", color="C3", capsize=3)
     ax[1].axhline(1, color="gray", ls=":")
-    ax[1].set(xscale="log", xlabel="rows per micro-batch", ylabel="stage time / time at m = 1",
+    ax[1].set(ylabel="stage time / its median at m = 1\n(bars: fastest to slowest round)",
               title="one stage alone: the same rows in smaller pieces")
-    ax[1].invert_xaxis()
     for a, rs in ((ax[0], rows), (ax[1], cost_rows)):  # after set(xscale=…), which resets the ticks
-        a.set_xticks([r["microbatch_rows"] for r in rs], [str(r["microbatch_rows"]) for r in rs])
+        a.set_xscale("log")
+        a.invert_xaxis()
+        a.set_xticks([r["microbatch_rows"] for r in rs], [f"{r['microbatch_rows']}\nm={r['microbatches']}" for r in rs])
         a.xaxis.set_minor_locator(NullLocator())
+        a.set_xlabel(f"rows per micro-batch (m micro-batches of a {batch}-row batch)")
         a.grid(alpha=0.3)
-    ax[0].legend()
     return finish(fig, label)
