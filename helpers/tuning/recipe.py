@@ -182,11 +182,20 @@ def build_tuner(name: str, space: dict, scheduler: "TrialScheduler", searcher: "
                                 parameter_columns={"lr": "lr", "hidden": "hidden", "batch_size": "batch"},
                                 max_report_frequency=60, print_intermediate_tables=False, sort_by_metric=True,
                                 max_progress_rows=num_samples)
+    import ray
+    from ray.tune.search.basic_variant import BasicVariantGenerator
+
+    resources = _trial_resources()
+    cluster = ray.cluster_resources()
+    slots = int(min(cluster.get(k.upper(), 0) / v for k, v in resources.items()))  # trials that fit at once
+    # A model-based searcher gets one trial started at a time unless told how many may run together
+    # (Tune's default for custom searchers); with this limit, every free slot gets a trial at once.
+    concurrent = None if isinstance(searcher, BasicVariantGenerator) else max(slots, 1)
     return tune.Tuner(
-        tune.with_resources(train_digits, _trial_resources()),
+        tune.with_resources(train_digits, resources),
         param_space=space,
         tune_config=tune.TuneConfig(metric=METRIC, mode=MODE, scheduler=scheduler, search_alg=searcher,
-                                    num_samples=num_samples, reuse_actors=True),
+                                    num_samples=num_samples, reuse_actors=True, max_concurrent_trials=concurrent),
         run_config=tune.RunConfig(name=name, storage_path=str(Path(storage).resolve()), verbose=verbose,
                                   progress_reporter=reporter, checkpoint_config=tune.CheckpointConfig(num_to_keep=1)),
     )
