@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -9,6 +11,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+
+# Each run of the suite (a nested one too) keeps its Ray sessions in a folder of its own, inherited by
+# the kernels and processes it starts: the clean-up at the end (pytest_sessionfinish) ends only those,
+# never a notebook's Ray session or another run's on the same machine.
+_RAY_DIR = tempfile.mkdtemp(prefix="bog-t")
+os.environ["BEYOND_ONE_GPU_RAY_DIR"] = _RAY_DIR
 
 
 def launched_children() -> list[psutil.Process]:
@@ -97,6 +105,7 @@ def pytest_sessionfinish(session, exitstatus):
         end_processes(left)
         print("\nProcesses left behind by the test suite (now ended):\n  " + "\n  ".join(names))
         session.exitstatus = 1
+    shutil.rmtree(_RAY_DIR, ignore_errors=True)
 
 
 @pytest.fixture

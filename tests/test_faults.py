@@ -290,6 +290,7 @@ def test_a_stale_tensorboard_entry_never_kills_the_process_that_reused_its_pid(t
 def test_ray_uses_a_private_folder_even_if_someone_made_the_usual_one_open_to_all(tmp_path, monkeypatch):
     from helpers.core import files as F
 
+    monkeypatch.delenv("BEYOND_ONE_GPU_RAY_DIR")   # the suite's own folder (conftest): not what a reader gets
     monkeypatch.setattr(F.tempfile, "gettempdir", lambda: str(tmp_path))
     monkeypatch.setattr(F, "_PRIVATE", {})
     usual = tmp_path / f"bog-ray-{os.getuid()}"

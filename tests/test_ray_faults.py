@@ -187,3 +187,22 @@ def test_ray_stays_offline_and_leaves_nothing_after_shutdown_nor_after_its_kerne
     assert sum("ray/dashboard/dashboard.py" in who for who in started) == 2, started  # the spy was in every process
     outside = [(kind, host, who[:100]) for kind, host, who in seen if kind != "start" and not _local(host)]
     assert outside == [], "\n".join(map(str, outside))
+
+
+def test_the_suites_clean_up_leaves_a_notebooks_ray_session_alone():
+    """A Ray session a notebook keeps open while the tests run (its processes name a folder in the reader's
+    usual Ray folder) is not the suite's: pytest_sessionfinish must neither end it nor fail the run over it."""
+    from conftest import _leftovers
+    from helpers.core.files import private_folder
+
+    marker = str(private_folder("bog-ray-") / "a-notebooks-session")
+    out = subprocess.run(["sh", "-c", f'{sys.executable} -c "import time; time.sleep(120)" {marker} >/dev/null 2>&1 & echo $!'],
+                         capture_output=True, text=True, timeout=30,
+                         env={k: v for k, v in os.environ.items() if k != "BEYOND_ONE_GPU_RAY_DIR"})  # not the suite's
+    pid = int(out.stdout.split()[-1])          # reparented: not a child of this process, as a notebook's Ray is not
+    try:
+        assert [p.pid for p in session_processes(marker)] == [pid]
+        assert pid not in [p.pid for p in _leftovers()]
+        assert RC.ray_temp_dir() != private_folder("bog-ray-")
+    finally:
+        os.kill(pid, signal.SIGKILL)

@@ -45,8 +45,15 @@ def ray_temp_dir() -> Path:
     Short (Ray's socket paths must stay under ~100 characters) and private (mode 700, owned by this
     user): a fixed shared name such as /tmp/beyond-one-gpu-ray can already exist on a shared
     machine, made by someone else and writable by all. If the usual folder is not ours and
-    private, a fresh one is made.
+    private, a fresh one is made. ``$BEYOND_ONE_GPU_RAY_DIR``, when set, is used instead: the test
+    suite gives each of its runs a folder of its own, so that its clean-up ends only its own Ray
+    sessions, never a notebook's or another run's.
     """
+    chosen = os.environ.get("BEYOND_ONE_GPU_RAY_DIR")
+    if chosen:
+        path = Path(chosen)
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return path
     return private_folder("bog-ray-")
 
 
