@@ -135,7 +135,7 @@ def _ray_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90)
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if r.returncode:
-        raise RuntimeError(f"`ray {' '.join(args)}` failed:\n{(r.stdout + r.stderr)[-2000:]}")
+        raise RuntimeError(f"`ray {' '.join(args)}` failed (exit status {r.returncode}):\n{(r.stdout + r.stderr)[-2000:]}")
 
 
 def init_ray(num_cpus: int | None = None, nodes: int = 1, quiet: bool = True) -> dict:
