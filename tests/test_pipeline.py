@@ -30,12 +30,29 @@ def test_two_device_model_matches_its_halves():
 
 
 def test_hand_written_gpipe_events_and_order():
-    rows = P.run_gpipe(ms=(1, 4), width=64, depth=1, batch=64, repeats=1)
+    rows = P.run_gpipe(ms=(1, 4), width=64, depth=1, batch=64, repeats=1, message_rounds=2)
+    assert [r["message_bytes"] for r in rows] == [64 * 64 * 4, 16 * 64 * 4]  # one micro-batch's activation
+    assert all(len(r["message_s"]) == 2 and min(r["message_s"]) > 0 for r in rows)
     m4 = rows[1]["events"]
     assert len(m4) == 2 * 2 * 4  # 2 stages × (F, B) × 4 micro-batches
     f0 = {e[2]: e for e in m4 if e[0] == 0 and e[1] == "F"}
     f1 = {e[2]: e for e in m4 if e[0] == 1 and e[1] == "F"}
     assert all(f1[i][3] >= f0[i][4] for i in range(4))  # stage 1 starts F1.i after F0.i ends
+
+
+def test_verdicts_on_piece_costs_and_messages_respect_the_spread():
+    def cost(m, mid, lo, hi):
+        return {"microbatches": m, "microbatch_rows": 64 // m, "cost_vs_m1": mid, "cost_range": (lo, hi)}
+    lines = P.piece_cost_lines([cost(1, 1.0, 0.9, 1.1), cost(2, 1.05, 1.0, 1.2), cost(4, 1.5, 1.3, 1.6),
+                                cost(8, 0.7, 0.6, 0.8)]).splitlines()
+    assert "baseline" in lines[0] and "no clear difference" in lines[1]
+    assert "more than in one piece" in lines[2] and "less than in one piece" in lines[3]
+
+    def msg(m, times):
+        return {"microbatches": m, "message_bytes": 4096 // m, "message_s": times, "step_s": 1.0}
+    text = P.message_lines([msg(1, [2e-3, 3e-3]), msg(2, [1e-3, 4e-3]), msg(4, [5e-3, 6e-3])])
+    assert "2 KB took longer" not in text                                # smaller and faster: nothing to say
+    assert "1 KB took longer than 2 KB here: outside the spread" in text   # 5–6 ms against 1–4 ms
 
 
 def test_library_schedules_equal_the_unsplit_model():
