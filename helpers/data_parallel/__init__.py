@@ -1,7 +1,8 @@
 """Notebook 02, inside ``nn.DataParallel``: the recipe, its instruments and their plots.
 
-``from helpers.data_parallel import …`` gives every public name of the three modules.
+``from helpers.data_parallel import …`` gives every public name of its modules.
 """
 from .instruments import *  # noqa: F401,F403
 from .plots import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403
+from .speed import *  # noqa: F401,F403

@@ -7,7 +7,8 @@ from typing import Callable
 from ..core.checks import Exercise
 from ..core.device import hardware_label
 from ..dist.throughput import run_throughput
-from .instruments import run_four_steps, thread_variants, time_four_steps
+from .instruments import run_four_steps
+from .speed import thread_variants, time_four_steps
 
 
 NOTEBOOK = "02_data_parallel"

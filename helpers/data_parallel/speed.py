@@ -1,0 +1,162 @@
+"""Notebook 02's clocks: each step of DataParallel timed, and the ways to use two workers compared (02).
+
+Split from ``instruments`` (what the steps do and move); this module times them.
+"""
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ..core.data import digits_batch
+from ..core.device import gpu_count
+from ..core.measure import run_threads, torch_threads
+from ..core.models import DigitsCNN
+from .recipe import four_steps_gpu
+from .instruments import LABELS, four_steps_cpu
+
+__all__ = ["time_four_steps", "thread_variants", "rounds_verdict", "gil_probe", "parallel_apply_here"]
+
+
+def time_four_steps(batch: int = 256, repeats: int = 20) -> dict:
+    """Mean seconds per step spent in scatter, replicate, apply, gather and backward (02)."""
+    x, y = digits_batch(batch)
+    model = DigitsCNN()
+    n = gpu_count()
+    totals: dict[str, float] = {}
+    with torch_threads(1):  # one core per "device" on a CPU, as if each were its own
+        for r in range(repeats + 2):
+            model.zero_grad(set_to_none=True)
+            if n >= 2:
+                res = four_steps_gpu(model.to("cuda:0"), x.to("cuda:0"), y, list(range(n)))
+            else:
+                res = four_steps_cpu(model, x, y, n=2)
+            if r >= 2:  # the first two are warm-up
+                for k, v in res["times"].items():
+                    totals[k] = totals.get(k, 0.0) + v
+    return {"path": res["path"], "step_seconds": {k: v / repeats for k, v in totals.items()}}
+
+
+def _throughput(step: Callable[[], None], batch: int, seconds: float) -> float:
+    for _ in range(2):
+        step()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        step()
+        n += 1
+    return n * batch / (time.perf_counter() - t0)
+
+
+def thread_variants(batch: int = 256, seconds: float = 0.2, threads: int = 2, rounds: int = 3) -> dict:
+    """Samples/s of one training step done three ways in this process, torch on 1 thread each (02).
+
+    Each variant is timed for ``seconds`` in each of ``rounds`` rounds, the variants taking turns,
+    so a slow moment of the machine hits them alike; returns every round's samples/s per variant.
+
+    - ``single``: one thread, the whole batch.
+    - ``threads_forward_only``: the four steps (replicas' forwards in threads), then one
+      ``backward`` call from the main thread, as :func:`four_steps_cpu` does, and nothing else.
+    - ``threads_forward_backward``: each thread runs forward *and* backward on its own replica;
+      the main thread sums the gradients.
+    """
+    x, y = digits_batch(batch)
+    torch.manual_seed(0)
+    model = DigitsCNN()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    replicas = [copy.deepcopy(model) for _ in range(threads)]
+
+    def single() -> None:
+        opt.zero_grad(set_to_none=True)
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    def forward_only() -> None:
+        opt.zero_grad(set_to_none=True)
+        four_steps_cpu(model, x, y, n=threads)
+        opt.step()
+
+    xs, ys = x.chunk(threads), y.chunk(threads)
+
+    def work(i: int) -> None:
+        replicas[i].zero_grad(set_to_none=True)
+        (nn.functional.cross_entropy(replicas[i](xs[i]), ys[i]) / threads).backward()
+
+    def forward_backward() -> None:
+        run_threads(work, threads)
+        with torch.no_grad():
+            for p, *rs in zip(model.parameters(), *(r.parameters() for r in replicas)):
+                p.grad = sum(r.grad for r in rs)
+        opt.step()
+        with torch.no_grad():  # the replicas take the new weights, as DataParallel's replicate would
+            for r in replicas:
+                for p, q in zip(model.parameters(), r.parameters()):
+                    q.copy_(p)
+
+    variants = {"single": single, "threads_forward_only": forward_only, "threads_forward_backward": forward_backward}
+    runs: dict[str, list[float]] = {k: [] for k in variants}
+    with torch_threads(1):
+        for _ in range(rounds):
+            for k, step in variants.items():
+                runs[k].append(_throughput(step, batch, seconds))
+    return runs
+
+
+def gil_probe(batches: tuple[int, ...] = (1, 4, 16, 64, 256), seconds: float = 0.1, rounds: int = 3) -> list[dict]:
+    """Speedup of 2 threads over 1 running forward+backward, at each per-thread batch size (02).
+
+    One and two threads take turns, ``rounds`` times for ``seconds`` each; ``speedup`` is the
+    median of the rounds' ratios, ``speedup_min``/``speedup_max`` their range. With tiny batches a
+    step is mostly Python (module calls, autograd bookkeeping), which holds the GIL; with large
+    batches it is mostly inside operators, which release it.
+    """
+    rows = []
+    for b in batches:
+        x, y = digits_batch(b)
+        models = [DigitsCNN() for _ in range(2)]
+
+        def step(i: int) -> None:
+            nn.functional.cross_entropy(models[i](x), y).backward()
+
+        def one() -> None:
+            step(0)
+
+        def two() -> None:
+            run_threads(step, 2)
+
+        ratios, t1s, t2s = [], [], []
+        with torch_threads(1):
+            for _ in range(rounds):
+                t1s.append(_throughput(one, b, seconds))
+                t2s.append(_throughput(two, 2 * b, seconds))
+                ratios.append(t2s[-1] / t1s[-1])
+        rows.append({"batch_per_thread": b, "one_thread": statistics.median(t1s), "two_threads": statistics.median(t2s),
+                     "speedup": statistics.median(ratios), "speedup_min": min(ratios), "speedup_max": max(ratios)})
+    return rows
+
+
+def rounds_verdict(runs: dict, name: str, baseline: str = "single") -> dict:
+    """How ``runs[name]`` compared with ``runs[baseline]`` round by round (timed in turns): ratios and a verdict (02)."""
+    ratios = [a / b for a, b in zip(runs[name], runs[baseline])]
+    if all(r < 1 for r in ratios):
+        verdict = "slower than one thread in every round"
+    elif all(r > 1 for r in ratios):
+        verdict = "faster than one thread in every round"
+    else:
+        verdict = "slower than one thread in some rounds, faster in others"
+    return {"ratios": ratios, "verdict": verdict}
+
+
+def parallel_apply_here() -> str:
+    """What ``torch.nn.parallel.parallel_apply`` does on this machine with two CPU modules: its error, or "ran" (02)."""
+    from torch.nn.parallel import parallel_apply
+
+    m = nn.Linear(3, 2)
+    try:
+        parallel_apply([m, m], [(torch.zeros(1, 3),), (torch.zeros(1, 3),)])
+    except Exception as e:  # noqa: BLE001 - the message is what the notebook shows
+        return f"{type(e).__name__}: {str(e).split('. ')[0].rstrip('.')}"
+    return "ran"
