@@ -10,6 +10,9 @@ import pytest
 from helpers.core.checks import verify
 
 
+ASHA_ARRIVALS = [0.2, 0.7, 0.3, 0.4, 0.8]   # exercise 3's accuracies, in the order they reach rung 1
+
+
 def _ray_asha_continues(accuracies, reduction_factor):
     """How many trials Ray's ASHAScheduler lets go on at rung 1, for results arriving in this order."""
     from ray.tune.schedulers import ASHAScheduler
@@ -37,10 +40,32 @@ def _sync_halving_epochs(trials, grace, rf, max_t):
 
 
 def test_asha_continue_right_answer_is_what_rays_scheduler_does():
-    assert verify("04.asha_continue", _ray_asha_continues([0.2, 0.8, 0.4, 0.7, 0.3], 2))[0]
+    assert verify("04.asha_continue", _ray_asha_continues(ASHA_ARRIVALS, 2))[0]
 
 
-@pytest.mark.parametrize("wrong", [2, 5, 4, 1], ids=["synchronous top half", "all", "all but the last", "first only"])
+def _synchronous_median(accuracies):
+    """The classic mistake: keep the trials at or above the median of all of them, as if they had waited."""
+    import numpy as np
+
+    return sum(a >= np.median(accuracies) for a in accuracies)
+
+
+def _median_including_itself(accuracies):
+    """Another mistake: record a trial's result before comparing it, so it is compared with itself too."""
+    import numpy as np
+
+    return sum(i == 0 or a >= np.percentile(accuracies[:i + 1], 50) for i, a in enumerate(accuracies))
+
+
+def test_asha_continue_the_classic_mistakes_give_other_answers():
+    right = _ray_asha_continues(ASHA_ARRIVALS, 2)
+    mistakes = {_synchronous_median(ASHA_ARRIVALS), _median_including_itself(ASHA_ARRIVALS), -(-5 // 2), 5 // 2}
+    assert right not in mistakes
+    assert all(not verify("04.asha_continue", int(m))[0] for m in mistakes)
+
+
+@pytest.mark.parametrize("wrong", [3, 5, 2, 1], ids=["synchronous top half (rounded up)", "all",
+                                                     "synchronous top half (rounded down)", "first only"])
 def test_asha_continue_refuses_wrong_answers(wrong):
     ok, msg = verify("04.asha_continue", wrong)
     assert not ok and "Hint" in msg
@@ -137,3 +162,38 @@ def test_wrong_trainables_are_refused(wrong):
     for _ in range(5):
         ok, msg = verify("04.trainable", wrong)
         assert not ok and "Hint" in msg, msg
+
+
+def _defined_in_a_notebook(source: str, name: str):
+    """A function defined the way a notebook cell defines it: in a namespace of its own, with its imports."""
+    namespace: dict = {}
+    exec(source, namespace)
+    return namespace[name]
+
+
+def test_right_trainables_in_other_correct_forms_pass():
+    imported_report = _defined_in_a_notebook(
+        "from ray.tune import report\n"
+        "def my_trainable(config):\n"
+        "    for epoch in (1, 2, 3):\n"
+        "        report({'score': config['x'] * epoch})\n", "my_trainable")
+    tensor_score = _defined_in_a_notebook(
+        "import torch\nfrom ray import tune\n"
+        "def my_trainable(config):\n"
+        "    for epoch in (1, 2, 3):\n"
+        "        tune.report({'score': torch.tensor(config['x'], dtype=torch.float64) * epoch})\n", "my_trainable")
+    for fn in (imported_report, tensor_score):
+        ok, msg = verify("04.trainable", fn)
+        assert ok, msg
+    import ray.tune
+    assert imported_report.__globals__["report"] is ray.tune.report   # the check put the student's name back
+
+
+def test_ray_train_report_is_refused_with_a_pointer_to_tune_report():
+    train_report = _defined_in_a_notebook(
+        "import ray.train\n"
+        "def my_trainable(config):\n"
+        "    for epoch in (1, 2, 3):\n"
+        "        ray.train.report({'score': config['x'] * epoch})\n", "my_trainable")
+    ok, msg = verify("04.trainable", train_report)
+    assert not ok and "ray.tune.report" in msg and "ray.train.report" in msg, msg

@@ -1,7 +1,8 @@
 """Ray on this machine, one node or a real cluster of several, that leaves nothing behind (04).
 
 :func:`init_ray` starts Ray (``ray.init``), or a cluster with ``ray start --head`` and
-``ray start --address=…`` on 127.0.0.1 protected by a token, and connects this notebook as its
+``ray start --address=…`` (asked for 127.0.0.1, which ``ray start`` replaces with this machine's own
+IP, so the nodes listen on the network), protected by a token, and connects this notebook as its
 driver; :func:`shutdown_ray` ends every process of that Ray session, and a watchdog does if the
 kernel dies first. Every process of a session is found by the session's own folder. Ray's own
 processes stay off the network (:func:`_offline_env`), and :func:`keep_stop_handlers` gives
@@ -143,7 +144,9 @@ def init_ray(num_cpus: int | None = None, nodes: int = 1, quiet: bool = True) ->
 
     ``nodes=1``: ``ray.init`` with every CPU (or ``num_cpus``) and every GPU. ``nodes=2``: a head
     node and a worker node started with ``ray start --head`` and ``ray start --address=…`` on
-    127.0.0.1, the CPUs split between them (GPUs go to the head node), and this notebook connects
+    this machine (``--node-ip-address=127.0.0.1``, which ``ray start`` replaces with the machine's own IP:
+    the nodes listen on the network, and Ray's token authentication is what refuses others), the CPUs
+    split between them (GPUs go to the head node only), and this notebook connects
     as the driver. Calling it again reuses what runs; asking for another size while Ray runs
     raises, saying to call :func:`shutdown_ray` first. Ray's processes are cleaned up by
     :func:`shutdown_ray`, and by a watchdog if the kernel dies first; they make no network call
@@ -191,7 +194,7 @@ def init_ray(num_cpus: int | None = None, nodes: int = 1, quiet: bool = True) ->
 
 
 def _start_ray(cpus: int, nodes: int, log_level: int, log_to_driver: bool) -> None:
-    """``ray.init`` on this machine, or ``ray start`` a head and worker nodes on 127.0.0.1 and connect."""
+    """``ray.init`` on this machine, or ``ray start`` a head and worker nodes here and connect (Ray binds them to the machine's IP)."""
     import ray
 
     global _WATCHDOG

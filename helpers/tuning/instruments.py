@@ -13,7 +13,7 @@ from ..core.i18n import tr
 from ..dist.ray_cluster import keep_stop_handlers
 
 __all__ = ["METRIC", "MODE", "toy_objective", "grid_vs_random", "toy_1d", "bayes_opt_steps", "asha_rungs",
-           "rung_decisions", "startup_of", "TrialsFailed", "summarize", "OLD_TO_NEW", "old_api_errors"]
+           "rung_decisions", "startup_of", "bohb_model_budgets", "TrialsFailed", "summarize", "OLD_TO_NEW", "old_api_errors"]
 
 
 METRIC = "val_acc"  # what the trainable reports each epoch
@@ -131,6 +131,15 @@ def startup_of(searcher: Any) -> int | None:
     return None
 
 
+def bohb_model_budgets(searcher: Any) -> list | None:
+    """The budgets (epochs) on which a ``TuneBOHB`` searcher has built its density model; None if not readable (04).
+
+    Empty after a run means every configuration BOHB proposed was a random draw.
+    """
+    models = getattr(getattr(searcher, "bohber", None), "kde_models", None)
+    return None if models is None else sorted(float(b) for b in models)
+
+
 class TrialsFailed(RuntimeError):
     """Every trial of a Tune run raised: the trainable's own error first, then what to do (04).
 
@@ -204,7 +213,8 @@ OLD_TO_NEW = [
     ("from ray.tune.suggest.hyperopt import HyperOptSearch", "from ray.tune.search.hyperopt import HyperOptSearch"),
     ("tune.report(accuracy=acc)", "tune.report({\"accuracy\": acc})"),
     ("ray.train.report(...) inside a Tune trainable", "ray.tune.report(...)"),
-    ("CLIReporter(...) passed to tune.run(progress_reporter=...)", "RunConfig(progress_reporter=CLIReporter(...))"),
+    ("CLIReporter(...) passed to tune.run(progress_reporter=...)",
+     "RunConfig(progress_reporter=CLIReporter(...)), read only with RAY_AIR_NEW_OUTPUT=0"),
     ("resources_per_trial={\"cpu\": 1, \"gpu\": 0.5}", "tune.with_resources(train, {\"cpu\": 1, \"gpu\": 0.5})"),
     ("analysis.get_best_trial(metric, mode)", "result_grid.get_best_result(metric, mode)"),
     ("local_dir=\"~/ray_results\"", "RunConfig(storage_path=\"/absolute/path\")"),

@@ -13,18 +13,43 @@ NOTEBOOK = "04_hyperparameter_tuning"
 LIMIT_S = 180  # the tuning notebook's run-time limit; every other notebook's is 90 s
 
 
-def _reports(fn, config: dict) -> list:
-    """What the student's trainable reports for ``config``, with ``ray.tune.report`` recording (04)."""
+def _reports(fn, config: dict) -> tuple[list, list]:
+    """What the student's trainable reports for ``config``: its ``ray.tune.report`` calls and its ``ray.train.report`` ones.
+
+    Both are replaced by recorders, as module attributes and under any name the student's module bound them to
+    (``from ray.tune import report`` at the top of a notebook binds ``report`` before the check runs).
+    """
     from unittest import mock
 
+    import ray.train
+    import ray.tune
+
     calls: list = []
+    train_calls: list = []
 
     def record(metrics=None, *args, **kwargs):
         calls.append((metrics, args, kwargs))
 
-    with mock.patch("ray.tune.report", record):
+    def record_train(*args, **kwargs):
+        train_calls.append((args, kwargs))
+
+    aliases = {name: (record if v is ray.tune.report else record_train)
+               for name, v in getattr(fn, "__globals__", {}).items()
+               if v is ray.tune.report or v is ray.train.report}
+    with mock.patch("ray.tune.report", record), mock.patch("ray.train.report", record_train), \
+            mock.patch.dict(fn.__globals__ if aliases else {}, aliases):
         fn(dict(config))  # if it raises, check() says so (checks._verify_code)
-    return calls
+    return calls, train_calls
+
+
+def _number(v):
+    """A score as a plain number: a one-element tensor or NumPy scalar is read with ``.item()``; anything else as is."""
+    if hasattr(v, "item") and not isinstance(v, (int, float)):
+        try:
+            return v.item()
+        except (ValueError, RuntimeError, TypeError):
+            return v
+    return v
 
 
 def _trainable_behaviour(fn) -> str | None:
@@ -39,14 +64,17 @@ def _trainable_behaviour(fn) -> str | None:
     import random
 
     for x in (2.0, -0.5, round(random.uniform(2.5, 9.9), 3)):  # the third one is new every time
-        calls = _reports(fn, {"x": x})
+        calls, train_calls = _reports(fn, {"x": x})
+        if train_calls:
+            return ("it called ray.train.report, Ray Train's; inside a Tune trainable Ray refuses it: "
+                    "call ray.tune.report({'score': ...}) instead")
         if not calls:
-            return "the trainable never called tune.report, so the Tuner would see no result"
+            return "the trainable never called ray.tune.report, so the Tuner would see no result"
         if any(kw and m is None for m, _, kw in calls):
             return "tune.report(score=...) is the old form; today it takes one dict: tune.report({'score': ...})"
         if any(not isinstance(m, dict) for m, _, _ in calls):
             return "pass tune.report a dict of metrics"
-        scores = [m.get("score") for m, _, _ in calls]
+        scores = [_number(m.get("score")) for m, _, _ in calls]
         right = len(scores) == 3 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                          and math.isclose(v, x * e, rel_tol=1e-9, abs_tol=1e-12)
                                          for v, e in zip(scores, (1, 2, 3)))
@@ -69,7 +97,7 @@ EXERCISES = [
     Exercise("04.grid_distinct", "int", digest="a44b8cb3a3c86f77a469e6b85e9b824911d0fcf92715f5890fffd7f55bcbec76",
              hint="A grid repeats each value of one parameter for every value of the other.",
              why="Random search tries as many distinct values as it has trials."),
-    Exercise("04.asha_continue", "int", digest="9c12d665d0ee642a07347040d38ced029fcc83d5b4d19afee50bce0ae61ca2bb",
+    Exercise("04.asha_continue", "int", digest="5d82bb97de00c00bde772b12d33e5af8f7d7e53b752b3132cd26b0c5a7c87d7a",
              hint="Take the trials one at a time: each is compared only with the results recorded before it "
                   "arrived, and the first has nothing to be compared with.",
              why="Asynchronous: no trial waits for the field, so an early weak trial can go on and a later one be "

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # Ray is imported lazily: importing helpers never starts it
     from ray.tune.search import Searcher
 
 __all__ = ["search_space", "train_digits", "retrain_best", "STARTUP", "make_scheduler", "make_searcher", "build_tuner",
-           "fit", "run_tuner"]
+           "fit", "run_tuner", "trial_resources"]
 
 
 def search_space(lr: tuple[float, float] = (1e-4, 3e-2), hidden: Sequence[int] = (16, 32, 64, 128),
@@ -108,11 +108,12 @@ def _check_budget(num_samples: int, max_t: int, grace_period: int, reduction_fac
         raise ValueError(f"reduction_factor must be at least 2 (ASHA keeps the top 1/rf), got {reduction_factor!r}")
 
 
-def _trial_resources() -> dict:
+def trial_resources() -> dict:
     """One CPU per trial, and half a GPU when every node has a GPU (two trials share one) (04).
 
     On a cluster where some node has no GPU, trials ask for CPUs only, so that every node can run
-    them (a trial that asks for a GPU can only be placed on a node that has one).
+    them (a trial that asks for a GPU can only be placed on a node that has one). ``init_ray(nodes=2)``
+    gives its worker node no GPU, so there every trial asks for a CPU only and trains on the CPU.
     """
     import ray
 
@@ -185,7 +186,7 @@ def build_tuner(name: str, space: dict, scheduler: "TrialScheduler", searcher: "
     import ray
     from ray.tune.search.basic_variant import BasicVariantGenerator
 
-    resources = _trial_resources()
+    resources = trial_resources()
     cluster = ray.cluster_resources()
     slots = int(min(cluster.get(k.upper(), 0) / v for k, v in resources.items()))  # trials that fit at once
     # A model-based searcher gets one trial started at a time unless told how many may run together
