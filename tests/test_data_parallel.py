@@ -27,14 +27,18 @@ def test_output_device_prediction_counts_gradients_and_adams_state():
     assert acc["optimizer_bytes"] == res["optimizer_bytes"] == 2 * acc["param_bytes"] + 4 * n_params
     assert acc["output_device_extra_bytes"] >= acc["param_bytes"] + acc["optimizer_bytes"]
     lim = D.largest_batches(2_000_000, acc)
-    assert 0 < lim["data_parallel"] < lim["if_balanced"]
+    assert 0 < lim["data_parallel"] <= lim["ddp"]  # DDP's devices carry no gathered outputs: never fewer
+    p, opt, n = acc["param_bytes"], acc["optimizer_bytes"], acc["devices"]
+    ddp_load = lambda b: 2 * p + opt + 4 + b / n * (acc["per_sample_bytes"] + 8)  # noqa: E731 params, grads, Adam, chunk
+    assert ddp_load(lim["ddp"]) <= 2_000_000 < ddp_load(lim["ddp"] + 1)
 
 
 @pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="the CPU simulation's copies")
 def test_copied_bytes_read_from_storages():
     res = D.run_four_steps(batch=64)
     c = res["copied_bytes"]
-    assert c == {"scatter": 0, "replicate": 2 * res["accounting"]["param_bytes"], "gather": 64 * 10 * 4}
+    # replica 0 shares the module's parameters (as DataParallel's on device_ids[0]): (n − 1) copies
+    assert c == {"scatter": 0, "replicate": (2 - 1) * res["accounting"]["param_bytes"], "gather": 64 * 10 * 4}
     assert set(res["backward_threads"]) == {res["main_thread"]}  # CPU autograd: the calling thread
 
 
@@ -92,6 +96,18 @@ def test_rounds_verdict_is_generated_from_every_round():
     assert "some rounds" in D.rounds_verdict(runs, "c")["verdict"]
 
 
+def test_gil_by_rounds_says_no_clear_difference_when_the_rounds_straddle_one():
+    rows = [{"batch_per_thread": 1, "ratios": [0.7, 0.9]}, {"batch_per_thread": 4, "ratios": [1.1, 1.2]},
+            {"batch_per_thread": 16, "ratios": [0.78, 1.4]}]
+    assert D.gil_by_rounds(rows) == {"faster": [4], "slower": [1], "no clear difference": [16]}
+
+
+def test_amdahl_cap_never_below_one():
+    assert D.amdahl_cap(0.0) == 2 and D.amdahl_cap(1.0) == 1
+    assert abs(D.amdahl_cap(0.41) - 1 / (0.41 + 0.59 / 2)) < 1e-12
+    assert all(1 <= D.amdahl_cap(s / 10) <= 2 for s in range(11))
+
+
 def test_gil_probe_reports_the_rounds_range():
     rows = D.gil_probe(batches=(2,), seconds=0.01, rounds=2)
     r = rows[0]
@@ -100,7 +116,15 @@ def test_gil_probe_reports_the_rounds_range():
 
 # --- the exercises: right answers pass, plausible wrong ones are refused -----------------------------------
 
-def _sum_grads(model, replicas):
+def _sum_grads(model, replicas):  # added to what .grad holds, as autograd accumulates
+    for p, *rs in zip(model.parameters(), *(r.parameters() for r in replicas)):
+        grads = [q.grad for q in rs if q.grad is not None]
+        if grads:
+            total = torch.stack(grads).sum(0)
+            p.grad = total if p.grad is None else p.grad + total
+
+
+def _overwrite_the_earlier_grad(model, replicas):  # right sum, but it drops what .grad held before
     for p, *rs in zip(model.parameters(), *(r.parameters() for r in replicas)):
         grads = [q.grad for q in rs if q.grad is not None]
         if grads:
@@ -157,7 +181,7 @@ def test_reduce_gradients_accepts_the_sum():
     assert ok, msg
 
 
-@pytest.mark.parametrize("wrong", [_mean_grads, _first_replica_only, _all_but_the_last, _sum_into_the_first_replica,
+@pytest.mark.parametrize("wrong", [_mean_grads, _first_replica_only, _all_but_the_last, _sum_into_the_first_replica, _overwrite_the_earlier_grad,
                                    _alias_a_replicas_grad, _zeros_for_frozen, _blind_to_none, _skeleton],
                          ids=lambda f: f.__name__.strip("_"))
 def test_reduce_gradients_refuses_wrong_answers(wrong):

@@ -50,15 +50,18 @@ def four_steps_cpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int = 
                    record_backward_threads: bool = False) -> dict:
     """The same four steps on a CPU: chunks, autograd-connected parameter copies, threads, a concat (02).
 
-    ``p.clone()`` is what ``replicate`` does per device (a copy that autograd connects back to
-    the original), so ``backward`` sums the replicas' gradients onto the original parameters.
+    ``p.clone()`` is what ``replicate`` does per other device (a copy that autograd connects back
+    to the original), so ``backward`` sums the replicas' gradients onto the original parameters;
+    replica 0 uses the original parameters, as DataParallel's replica on ``device_ids[0]`` does.
     Only the step itself runs here (timed per step); the memory accounting is a separate call.
     With ``record_backward_threads`` each replica's output records which thread runs its backward.
     """
     times: dict[str, float] = {}
     inputs = timed(times, "scatter", lambda: list(x.chunk(n)))
     params = dict(model.named_parameters())
-    replicas = timed(times, "replicate", lambda: [{k: p.clone() for k, p in params.items()} for _ in inputs])
+    # replica 0 is the module itself, as DataParallel's replica on device_ids[0] shares its storage
+    replicas = timed(times, "replicate", lambda: [params] + [{k: p.clone() for k, p in params.items()}
+                                                             for _ in inputs[1:]])
     outputs: list[torch.Tensor | None] = [None] * len(inputs)
     shells = _shells(model, len(inputs))  # one module per thread: functional_call swaps parameters in place
     backward_threads: list[int] = []
@@ -112,8 +115,9 @@ def output_device_accounting(model: nn.Module, x: torch.Tensor, out: torch.Tenso
     backward (measured on one chunk with ``SavedTensorTracker``), the input and output sizes, and
     ``optimizer_bytes`` (Adam's state, counted after a real ``step``). Every device holds its
     chunk, a replica of the parameters, its saved activations and its outputs. The output device
-    also holds the gathered outputs, the targets, the loss, every gradient (reduced onto the
-    original model that lives there) and the optimizer's state.
+    also holds the rest of the input batch (moved there before scatter), the gathered outputs, the
+    targets, the loss, every gradient (reduced onto the original model that lives there) and the
+    optimizer's state.
     """
     batch = x.shape[0]
     param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -121,28 +125,33 @@ def output_device_accounting(model: nn.Module, x: torch.Tensor, out: torch.Tenso
         probe = model(x[:batch // n])
         act = t.peak
     del probe
-    per_sample = (x[0].numel() * x.element_size() + out[0].numel() * out.element_size()) + act / (batch // n)
+    # the chunk's input is among the saved tensors (the first convolution saves it), so it is in ``act``
+    per_sample = out[0].numel() * out.element_size() + act / (batch // n)
     per_device = [param_bytes + per_sample * batch / n for _ in range(n)]
     per_sample_extra = out[0].numel() * out.element_size() + 8  # a gathered output row and an int64 target
-    extra = batch * per_sample_extra + 4 + param_bytes + optimizer_bytes
+    rest_of_input = (batch - batch // n) * x[0].numel() * x.element_size()  # the whole batch is moved there first
+    extra = batch * per_sample_extra + 4 + param_bytes + optimizer_bytes + rest_of_input
     per_device[0] += extra
     return {"per_device_bytes": [int(b) for b in per_device], "output_device_extra_bytes": int(extra),
             "output_device_share": per_device[0] / sum(per_device), "param_bytes": param_bytes,
             "optimizer_bytes": optimizer_bytes, "saved_activation_bytes_per_chunk": act,
-            "per_sample_bytes": per_sample, "per_sample_extra_bytes": per_sample_extra, "devices": n}
+            "per_sample_bytes": per_sample, "per_sample_extra_bytes": per_sample_extra, "devices": n,
+            "input_bytes_per_sample": x[0].numel() * x.element_size()}
 
 
 def largest_batches(budget_bytes: int, acc: dict) -> dict:
     """Predicted largest global batch when every device has ``budget_bytes``, from the accounting's formula (02).
 
-    ``data_parallel``: the batch at which the output device is full; ``if_balanced``: the batch the
-    devices could hold if none carried the output device's extra load.
+    ``data_parallel``: the batch at which DataParallel's output device is full. ``ddp``: the batch
+    at which every device is full when each holds what a DDP process holds: the parameters, their
+    gradients, the optimizer's state, and its own chunk's input, activations, outputs and targets.
     """
     n, p = acc["devices"], acc["param_bytes"]
     fixed = 2 * p + acc.get("optimizer_bytes", 0) + 4
-    dp = (budget_bytes - fixed) / (acc["per_sample_bytes"] / n + acc["per_sample_extra_bytes"])
-    balanced = n * (budget_bytes - p) / acc["per_sample_bytes"]
-    return {"data_parallel": max(0, int(dp)), "if_balanced": max(0, int(balanced))}
+    x_row = acc.get("input_bytes_per_sample", 0)
+    dp = (budget_bytes - fixed) / (acc["per_sample_bytes"] / n + acc["per_sample_extra_bytes"] + x_row * (1 - 1 / n))
+    ddp = n * (budget_bytes - fixed) / (acc["per_sample_bytes"] + 8)
+    return {"data_parallel": max(0, int(dp)), "ddp": max(0, int(ddp))}
 
 
 @contextlib.contextmanager

@@ -27,8 +27,8 @@ EXERCISES = [
                  "other GPU holds, before the loss and the gradients are even computed."),
     Exercise("02.reduce_gradients", "code", behaviour=lambda fn: _reduce_behaviour(fn),
              hint="Each replica's backward left its share of the gradient in its own parameters' .grad; the model "
-                  "needs the whole. Walk the model's parameters and the replicas' parameters side by side, and "
-                  "mind parameters whose .grad is still None.",
+                  "needs the whole, added to what its .grad already holds (autograd accumulates). Walk the model's "
+                  "parameters and the replicas' parameters side by side, and mind .grad tensors that are None.",
              why="That sum is the backward of replicate: autograd does it on the output device every step, which "
                  "is one more reason GPU 0 works harder than the others."),
 ]
@@ -37,15 +37,17 @@ EXERCISES = [
 def _reduce_behaviour(reduce_gradients: Callable) -> str | None:
     """The student's ``reduce_gradients(model, replicas)`` against the whole batch's gradients (02).
 
-    Varied cases: uneven chunks, fewer chunks than asked for (6 rows on 4), one replica, and a
-    frozen parameter (no replica has a gradient for it, so the model's stays None).
+    Varied cases: uneven chunks, fewer chunks than asked for (6 rows on 4), one replica, a frozen
+    parameter (no replica has a gradient for it, so the model's stays None), and a model whose
+    ``.grad`` already holds an earlier step's gradients: autograd accumulates, so the sum is added.
     """
     import copy
 
     import torch
     from torch import nn
 
-    for rows, n, frozen in ((12, 3, False), (10, 4, False), (6, 4, False), (5, 1, False), (9, 2, True)):
+    for rows, n, frozen, earlier in ((12, 3, False, False), (10, 4, False, False), (6, 4, False, False),
+                                     (5, 1, False, False), (9, 2, True, False), (8, 2, False, True), (7, 3, True, True)):
         torch.manual_seed(rows)
         model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
         if frozen:
@@ -55,11 +57,16 @@ def _reduce_behaviour(reduce_gradients: Callable) -> str | None:
         want = [None if p.grad is None else p.grad.clone() for p in model.parameters()]
         model.zero_grad(set_to_none=True)
         replicas = [copy.deepcopy(model) for _ in x.chunk(n)]
+        if earlier:  # an earlier step's gradients, not zeroed: the model's .grad keeps them and adds this step's
+            for p, w in zip(model.parameters(), want):
+                if w is not None:
+                    p.grad = torch.randn_like(p)
+                    w += p.grad
         for r, xi, yi in zip(replicas, x.chunk(n), y.chunk(n)):  # each chunk's share of the batch-mean loss
             (nn.functional.cross_entropy(r(xi), yi, reduction="sum") / rows).backward()
         kept = [[None if p.grad is None else p.grad.clone() for p in r.parameters()] for r in replicas]
         reduce_gradients(model, replicas)
-        where = f"with {rows} rows on {len(replicas)} replica(s)"
+        where = f"with {rows} rows on {len(replicas)} replica(s)" + (" and .grad already set" if earlier else "")
         got = [p.grad for p in model.parameters()]
         if any(g is None for g, w in zip(got, want) if w is not None):
             return f"{where}, some of the model's parameters have no .grad after your function"
@@ -67,7 +74,8 @@ def _reduce_behaviour(reduce_gradients: Callable) -> str | None:
             return (f"{where} and a frozen parameter (no replica has a gradient for it), your function gave it a "
                     ".grad; it should stay None")
         if max((g - w).abs().max().item() for g, w in zip(got, want) if w is not None) > 1e-6:
-            return f"{where}, the model's gradients differ from one device's on the whole batch"
+            return (f"{where}, the model's gradients differ from one device's on the whole batch"
+                    + (" added to what .grad held before" if earlier else ""))
         for r, ks in zip(replicas, kept):
             for p, q, k in zip(model.parameters(), r.parameters(), ks):
                 if (q.grad is None) != (k is None) or (k is not None and (q.grad - k).abs().max().item() > 0):

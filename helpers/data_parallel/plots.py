@@ -12,7 +12,7 @@ __all__ = ["plot_step_times", "plot_throughputs"]
 
 
 def plot_step_times(step_seconds: dict, title: str, label: str = "") -> Figure | None:
-    """Milliseconds per training step in each of DataParallel's steps, one labelled bar each (02).
+    """Milliseconds per forward+backward pass in each of DataParallel's steps, one labelled bar each (02).
 
     ``title`` says what ran (the CPU simulation or ``torch.nn.parallel`` on GPUs); each bar is
     labelled with its time and its share of the step, so the tiny ones are still read.
@@ -24,7 +24,7 @@ def plot_step_times(step_seconds: dict, title: str, label: str = "") -> Figure |
     ax.barh(names, ms, color=[f"C{i}" for i in range(len(names))])
     for i, v in enumerate(ms):
         ax.text(v, i, f" {v:.2f} ms ({v / total:.1%})", va="center", fontsize=9)
-    ax.set(xlabel="milliseconds per training step (mean)", title=title, xlim=(0, 1.3 * max(ms)))
+    ax.set(xlabel="milliseconds per forward+backward pass (mean of 20)", title=title, xlim=(0, 1.3 * max(ms)))
     ax.invert_yaxis()
     ax.grid(axis="x", alpha=0.3)
     return finish(fig, label)
@@ -43,8 +43,8 @@ def plot_throughputs(results: dict, gil_rows: list[dict], label: str = "") -> Fi
                color=[f"C{i}" for i in range(len(names))])
     for i, n in enumerate(names):
         ax[0].text(runs[n][-1], i, f" {mid[n] / mid['single']:.2f}×", va="center", fontsize=9)
-    ax[0].set(xlabel="samples / s (global batch 256; median, bars: min–max of rounds)",
-              title="same work, four ways (each worker on 1 core)", xlim=(0, 1.25 * max(r[-1] for r in runs.values())))
+    ax[0].set(xlabel="samples / s (global batch 256; median, bars: min–max of rounds; processes: 1 run)",
+              title="same work, four ways (1 intra-op thread per worker)", xlim=(0, 1.25 * max(r[-1] for r in runs.values())))
     ax[0].invert_yaxis()
     sp = [r["speedup"] for r in gil_rows]
     lo = [r["speedup"] - r.get("speedup_min", r["speedup"]) for r in gil_rows]

@@ -30,7 +30,8 @@ def four_steps_gpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, device_id
 
     times: dict[str, float] = {}
     out_dev = device_ids[0]
-    torch.cuda.reset_peak_memory_stats()
+    for d in device_ids:  # with no argument it resets only the current device
+        torch.cuda.reset_peak_memory_stats(d)
     inputs = timed(times, "scatter", lambda: scatter(x, device_ids))
     replicas = timed(times, "replicate", lambda: replicate(model, device_ids[:len(inputs)]))
     outputs = timed(times, "apply", lambda: parallel_apply(replicas, [(i,) for i in inputs]))

@@ -19,11 +19,15 @@ from ..core.models import DigitsCNN
 from .recipe import four_steps_gpu
 from .instruments import LABELS, four_steps_cpu
 
-__all__ = ["time_four_steps", "thread_variants", "rounds_verdict", "gil_probe", "parallel_apply_here"]
+__all__ = ["time_four_steps", "thread_variants", "rounds_verdict", "gil_probe", "gil_by_rounds", "amdahl_cap",
+           "parallel_apply_here"]
 
 
 def time_four_steps(batch: int = 256, repeats: int = 20) -> dict:
-    """Mean seconds per step spent in scatter, replicate, apply, gather and backward (02)."""
+    """Mean seconds spent in scatter, replicate, apply, gather and backward per forward+backward pass (02).
+
+    No optimizer step: ``repeats`` passes after two warm-up ones, gradients cleared before each.
+    """
     x, y = digits_batch(batch)
     model = DigitsCNN()
     n = gpu_count()
@@ -134,7 +138,8 @@ def gil_probe(batches: tuple[int, ...] = (1, 4, 16, 64, 256), seconds: float = 0
                 t2s.append(_throughput(two, 2 * b, seconds))
                 ratios.append(t2s[-1] / t1s[-1])
         rows.append({"batch_per_thread": b, "one_thread": statistics.median(t1s), "two_threads": statistics.median(t2s),
-                     "speedup": statistics.median(ratios), "speedup_min": min(ratios), "speedup_max": max(ratios)})
+                     "speedup": statistics.median(ratios), "speedup_min": min(ratios), "speedup_max": max(ratios),
+                     "ratios": ratios})
     return rows
 
 
@@ -146,8 +151,22 @@ def rounds_verdict(runs: dict, name: str, baseline: str = "single") -> dict:
     elif all(r > 1 for r in ratios):
         verdict = "faster than one thread in every round"
     else:
-        verdict = "slower than one thread in some rounds, faster in others"
+        verdict = "slower than one thread in some rounds, faster in others: no clear difference"
     return {"ratios": ratios, "verdict": verdict}
+
+
+def gil_by_rounds(rows: list[dict]) -> dict:
+    """The probe's batches per thread where 2 threads beat 1 in every round, lost in every round, or neither (02)."""
+    by: dict[str, list[int]] = {"faster": [], "slower": [], "no clear difference": []}
+    for r in rows:
+        key = "faster" if min(r["ratios"]) > 1 else "slower" if max(r["ratios"]) < 1 else "no clear difference"
+        by[key].append(r["batch_per_thread"])
+    return {k: v for k, v in by.items() if v}
+
+
+def amdahl_cap(serial_share: float, workers: int = 2) -> float:
+    """Amdahl's bound: the most ``workers`` can speed up work of which ``serial_share`` stays on one (02)."""
+    return 1 / (serial_share + (1 - serial_share) / workers)
 
 
 def parallel_apply_here() -> str:
