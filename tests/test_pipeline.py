@@ -51,8 +51,8 @@ def test_verdicts_on_piece_costs_and_messages_respect_the_spread():
     def msg(m, times):
         return {"microbatches": m, "message_bytes": 4096 // m, "message_s": times, "step_s": 1.0}
     text = P.message_lines([msg(1, [2e-3, 3e-3]), msg(2, [1e-3, 4e-3]), msg(4, [5e-3, 6e-3])])
-    assert "2 KB took longer" not in text                                # smaller and faster: nothing to say
-    assert "1 KB took longer than 2 KB here: outside the spread" in text   # 5–6 ms against 1–4 ms
+    assert "2 KiB took longer" not in text                                # smaller and faster: nothing to say
+    assert "1 KiB took longer than 2 KiB here: outside the spread" in text   # 5–6 ms against 1–4 ms
 
 
 def test_library_schedules_equal_the_unsplit_model():
@@ -184,3 +184,25 @@ def test_the_1f1b_rules_admit_only_1f1b():
             per_stage = [[o for o in os if _one_stage_problem(o, m, p, s) is None] for s, os in enumerate(per_stage)]
             passing = [c for c in itertools.product(*per_stage) if _pipeline_problem([list(o) for o in c], m, p) is None]
             assert passing == [tuple(_ref_1f1b(m, p, s) for s in range(p))], (m, p, len(passing))
+
+
+def test_speed_verdicts_follow_the_rounds():
+    def row(m, med, lo, hi, base=1.0):
+        return {"microbatches": m, "microbatch_rows": 64 // m, "step_s": med, "step_range": (lo, hi),
+                "speedup": base / med, "ideal_speedup": P.ideal_speedup(m), "efficiency": base / med / P.ideal_speedup(m)}
+    naive = row(1, 1.0, 0.95, 1.05)
+    assert P.against_naive(row(8, 2.0, 1.9, 2.2), naive).startswith("slower than the naive split (the rounds do not")
+    assert P.against_naive(row(8, 0.6, 0.5, 0.7), naive).startswith("faster than the naive split (the rounds do not")
+    assert "no clear difference" in P.against_naive(row(8, 1.02, 0.9, 1.1), naive)   # a slower median, overlapping
+    costs = [{"microbatches": 1, "cost_vs_m1": 1.0, "cost_range": (0.98, 1.02)},
+             {"microbatches": 2, "cost_vs_m1": 1.0, "cost_range": (0.98, 1.02)},
+             {"microbatches": 4, "cost_vs_m1": 1.0, "cost_range": (0.98, 1.02)}]
+    text = P.piece_model_lines([naive, row(2, 0.75, 0.74, 0.76), row(4, 0.9, 0.88, 0.92)], costs)
+    assert "m =  2: predicted 1.33×" in text and "within the spread" in text.splitlines()[1]
+    assert "short of it" in text.splitlines()[2] and "at m = 4 the piece costs explain only part" in text
+    text = P.piece_model_lines([naive, row(2, 0.80, 0.70, 0.90)], costs[:2])   # lower median, overlapping rounds
+    assert "by the medians it is lower at m = 2" in text and "cannot tell" in text
+    lib = [dict(row(1, 1.0, 0.95, 1.05), schedule="gpipe"), dict(row(2, 1.3, 1.25, 1.35), schedule="gpipe")]
+    text = P.library_lines(lib, [naive, row(2, 0.75, 0.74, 0.76)])
+    assert "gpipe m = 2: 1300 ms (rounds 1250–1350), 0.77×" in text and "slower than the naive split" in text
+    assert "library 58% of the ideal, hand-written 100%" in text and "same ideal" in text

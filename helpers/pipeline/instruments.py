@@ -50,7 +50,7 @@ def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int,
             gpipe_step(rank, stage, opt, x, y, m, width, events)
             times.append(agree(time.perf_counter() - t0, "max"))
         t_start = agree(min(e[3] for e in events), "min")  # one clock (CLOCK_MONOTONIC is shared on one machine)
-        out[m] = {"step_s": statistics.median(times),
+        out[m] = {"step_s": statistics.median(times), "step_rounds": times,
                   "events": [(s, k, i, a - t_start, b - t_start) for s, k, i, a, b in events]}
     if message_rounds:
         out["messages"] = ping_pong_rounds(rank, [batch // m * width * 4 for m in ms], message_rounds)
@@ -129,6 +129,7 @@ def run_gpipe(ms: Sequence[int] = (1, 2, 4, 8), width: int = 512, depth: int = 4
     for m in ms:
         speed = base / res[0][m]["step_s"]
         rows.append({"microbatches": m, "microbatch_rows": batch // m, "step_s": res[0][m]["step_s"],
+                     "step_range": (min(res[0][m]["step_rounds"]), max(res[0][m]["step_rounds"])),
                      "speedup": speed, "ideal_speedup": ideal_speedup(m), "efficiency": speed / ideal_speedup(m),
                      "events": sorted(res[0][m]["events"] + res[1][m]["events"], key=lambda e: e[3])})
         if message_rounds:
@@ -220,7 +221,7 @@ def library_worker(rank: int, world_size: int, width: int, depth: int, batch: in
                 t0 = time.perf_counter()
                 step()
                 times.append(agree(time.perf_counter() - t0, "max"))
-            out[(name, m)] = {"step_s": statistics.median(times), "peak_live": mod.peak,
+            out[(name, m)] = {"step_s": statistics.median(times), "step_rounds": times, "peak_live": mod.peak,
                               "grads": [g.cpu() for g in grads],
                               "loss": (sum(l.item() for l in losses) / len(losses)) if losses else None}
     return out
@@ -254,6 +255,7 @@ def run_library(schedules: Sequence[str] = ("gpipe", "1f1b"), ms: Sequence[int] 
         grads = res[0][key]["grads"] + res[1][key]["grads"]
         step_s = max(res[0][key]["step_s"], res[1][key]["step_s"])
         row = {"schedule": name, "microbatches": m, "step_s": step_s,
+               "step_range": (min(res[0][key]["step_rounds"]), max(res[0][key]["step_rounds"])),
                "loss_diff": abs(res[1][key]["loss"] - ref_loss),
                "grad_max_abs_diff": max((a - b).abs().max().item() for a, b in zip(grads, ref_grads)),
                "peak_live": [res[0][key]["peak_live"], res[1][key]["peak_live"]],

@@ -30,7 +30,8 @@ def plot_timelines(rows: list[dict], label: str = "") -> Figure | None:
         ax.set_yticks([1, 0], ["stage 0", "stage 1"])
         ax.set_xlim(0, t_max * 1.02)
         ax.set_title(f"m = {r['microbatches']} micro-batch{'es' if r['microbatches'] > 1 else ''} of "
-                     f"{r['microbatch_rows']} rows: step {1e3 * r['step_s']:.0f} ms", fontsize=9, loc="left")
+                     f"{r['microbatch_rows']} rows: step {1e3 * r['step_s']:.0f} ms (median; bars: the last round)",
+                     fontsize=9, loc="left")
     axes[0, 0].legend(handles=[Patch(color=colors["F"], label="Fs.i: stage s's forward of micro-batch i"),
                                Patch(color=colors["B"], label="Bs.i: its backward")],
                       loc="lower left", bbox_to_anchor=(0, 1.25), ncol=2, fontsize=8, frameon=False)

@@ -38,7 +38,7 @@ def two_devices() -> tuple[torch.device, torch.device, str]:
 
 
 class TwoDeviceModel(nn.Module):
-    """The lecture's model parallel split: ``seq1`` on ``dev0``, ``seq2`` on ``dev1`` (01)."""
+    """The model parallel split of PyTorch's tutorial: ``seq1`` on ``dev0``, ``seq2`` on ``dev1`` (01)."""
 
     def __init__(self, dev0: torch.device | str = "cpu", dev1: torch.device | str = "cpu", width: int = 256,
                  in_features: int = 64, num_classes: int = 10) -> None:
