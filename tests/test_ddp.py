@@ -45,7 +45,9 @@ def test_two_torchrun_nodes_meet_on_loopback_and_each_rank_uses_its_local_rank(t
     out = ddp.run_torchrun(1, script_args=("--epochs", "1", "--checkpoint", str(tmp_path / "ck.pt")), nnodes=2,
                            timeout=120)
     assert "rank 0: node 0, local rank 0" in out and "rank 1: node 1, local rank 0" in out
-    assert "validation accuracy on every rank" in out
+    assert "each rank's own weights equal rank 0's checkpoint: [True, True]" in out
+    assert "validation accuracy of that checkpoint, reloaded on every rank" in out
+    assert "2 processes in all, started by 2 torchrun agent(s)" in out
 
 
 def test_simulated_nodes_on_one_machine_never_share_a_gpu(monkeypatch):
@@ -103,6 +105,42 @@ def test_my_indices_refuses_wrapping_distributed_sampler():
         assert not ok and "DistributedSampler" in msg
     from torch.utils.data.distributed import DistributedSampler as DS
     assert DS.__init__.__qualname__ == "DistributedSampler.__init__"  # the check put the real one back
+
+
+def test_my_indices_refuses_calling_the_checks_own_rule_and_an_uninitialised_sampler():
+    """The reference rule sits in the readable lesson module: an answer that calls it is refused, however imported."""
+    from torch.utils.data.distributed import DistributedSampler
+    from helpers.core.checks import verify
+    from helpers.ddp import lesson
+    from helpers.ddp.lesson import _sampler_rule
+
+    def imported(n, world_size, rank, drop_last=False):
+        return _sampler_rule(n, world_size, rank, drop_last)
+
+    def via_module(n, world_size, rank, drop_last=False):
+        return list(lesson._sampler_rule(n, world_size, rank, drop_last))
+
+    def no_init(n, world_size, rank, drop_last=False):  # a sampler built without __init__, its fields set by hand
+        s = object.__new__(DistributedSampler)
+        s.dataset, s.num_replicas, s.rank, s.shuffle, s.drop_last, s.seed, s.epoch = (
+            range(n), world_size, rank, False, drop_last, 0, 0)
+        s.num_samples = n // world_size if drop_last and n % world_size else -(-n // world_size)
+        s.total_size = s.num_samples * world_size
+        return list(s)
+
+    for fn in (imported, via_module, no_init):
+        ok, msg = verify("03.my_indices", fn)
+        assert not ok and "yourself" in msg, msg
+    assert lesson._rule_calls is None and _sampler_rule(10, 4, 0, False) == [0, 4, 8]  # the watch is off again
+
+
+def test_my_indices_names_the_dealing_when_blocks_replace_cards():
+    """The classic mistake (contiguous blocks) is told to look at the dealing, not the padding, even at (10, 4)."""
+    from helpers.ddp.lesson import _what_differs
+    assert _what_differs([3, 4, 5], [1, 5, 9], 10, 4, 1, False) == "dealing"
+    assert _what_differs([2, 6], [2, 6, 0], 10, 4, 2, False) == "padding"
+    assert _what_differs([2, 6, 0], [2, 6], 10, 4, 2, True) == "drop_last"
+    assert _what_differs([2, 6, 1], [2, 6, 0], 10, 4, 2, False) == "padding"
 
 
 def test_my_indices_refuses_a_hard_coded_table_of_the_fixed_cases():
@@ -167,6 +205,16 @@ def test_the_conclusion_follows_the_numbers_not_a_story():
     rising = ddp.scaling_summary(_rows({64: (0.5, 0.9, 1.2), 256: (1.0, 1.1, 1.3), 1024: (1.2, 1.5, 1.6)}))
     assert rising["best"] == 1024 and "grew with every larger batch" in rising["text"]
     assert "cannot tell those apart" in rising["text"] and "ranges overlap" in rising["title"]
+
+
+def test_the_summary_names_what_besides_the_all_reduce_does_not_split_and_calls_above_ideal_noise():
+    rows = _rows({64: (1.2, 1.5, 2.05), 256: (1.3, 1.6, 1.9)})
+    for r in rows:
+        r["step_s_1"], r["step_s_n"], r["allreduce_s"] = 0.02, 0.015, 0.002
+    text = ddp.scaling_summary(rows)["text"]
+    assert "+5.00 ms against perfect splitting" in text and "takes 2.00 of those 5.00 ms" in text
+    assert "the optimizer step" in text and "above the ideal 2× (at batch 64)" in text
+    assert "median of each repeat's own ratio" in ddp.scaling_table(rows)
 
 
 def test_measure_scaling_pairs_repeats_and_counts_every_gradient_byte():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -25,12 +26,12 @@ EXERCISES = [
              why="Padding repeats samples; drop_last=True drops the tail instead."),
     Exercise("03.allreduce_8", "int", digest="f532e3e731f475049d439455a19a9f7e483ca09da04242755b6898bfb35fc470",
              hint="What does all_reduce's default op do with what the ranks contribute, and which ranks get the result? "
-                  "Read what all_reduce_sum contributes on each rank.",
+                  "Read what all_reduce_sum contributes on each rank, and answer with one number: what each rank gets.",
              why="Every rank ends with the same sum: that is what makes DDP's replicas identical."),
     Exercise("03.my_indices", "code", behaviour=lambda fn: _indices_behaviour(fn),
-             hint="Without shuffling the sampler starts from 0, 1, …, n − 1, makes the list a multiple of the "
-                  "number of ranks (by repeating from the start, or by cutting the tail with drop_last), then "
-                  "deals it out like cards.",
+             hint="Read section 2's tables for N = 10 and 4 ranks again: which rank gets index i, where do the "
+                  "repeated indices come from, and what does drop_last cut? Then think of a dataset smaller than "
+                  "the number of ranks.",
              why="Every rank gets as many indices as every other, and together they cover the dataset: what the "
                  "all-reduce needs, and what set_epoch reshuffles each epoch."),
 ]
@@ -38,27 +39,39 @@ EXERCISES = [
 
 def _sampler_rule(n: int, k: int, rank: int, drop_last: bool) -> list[int]:
     """``DistributedSampler``'s rule without shuffling, written out (03): pad by repeating from the start, or cut; deal."""
+    if _rule_calls is not None and sys._getframe(1).f_code is not _indices_behaviour.__code__:
+        _rule_calls.append(1)                            # called by the answer, not by the check
     per = n // k if drop_last and n % k else -(-n // k)  # every rank the same number
     return [i % n for i in range(per * k)][rank::k]      # i % n: padding longer than n wraps round again
 
 
+_rule_calls: list | None = None  # while the check runs: a call into the reference from anywhere but the check
+
+
 @contextmanager
 def _sampler_watch() -> Iterator[list]:
-    """Notes every ``DistributedSampler`` built inside it (a wrapper of the reference is not an answer)."""
+    """Notes every ``DistributedSampler`` built or read, and every call into ``_sampler_rule`` but the check's own."""
     from torch.utils.data.distributed import DistributedSampler
 
+    global _rule_calls
     built: list = []
-    original = DistributedSampler.__init__
+    init, it = DistributedSampler.__init__, DistributedSampler.__iter__
 
-    def noted(self, *args, **kwargs):
+    def noted_init(self, *args, **kwargs):
         built.append(1)
-        original(self, *args, **kwargs)
+        init(self, *args, **kwargs)
 
-    DistributedSampler.__init__ = noted
+    def noted_iter(self):
+        built.append(1)
+        return it(self)
+
+    DistributedSampler.__init__, DistributedSampler.__iter__ = noted_init, noted_iter
+    _rule_calls = built
     try:
         yield built
     finally:
-        DistributedSampler.__init__ = original
+        DistributedSampler.__init__, DistributedSampler.__iter__ = init, it
+        _rule_calls = None
 
 
 def _indices_cases() -> list[tuple[int, int]]:
@@ -76,17 +89,27 @@ def _indices_behaviour(my_indices: Callable) -> str | None:
                 for rank in range(k):
                     got = my_indices(n, k, rank, drop_last)
                     if built:
-                        return ("my_indices builds a DistributedSampler: the exercise is to write its rule yourself, "
-                                "from n, world_size, rank and drop_last")
+                        return ("my_indices uses a DistributedSampler or the check's own rule: the exercise is to "
+                                "write the rule yourself, from n, world_size, rank and drop_last")
                     try:
                         got = [int(i) for i in got]
                     except (TypeError, ValueError):
                         return f"my_indices({n}, {k}, {rank}, {drop_last}) returned {got!r}; return a list of ints"
-                    if got != _sampler_rule(n, k, rank, drop_last):
-                        what = "padding" if not drop_last and n % k else ("drop_last" if drop_last and n % k else "dealing")
+                    want = _sampler_rule(n, k, rank, drop_last)
+                    if got != want:
+                        what = _what_differs(got, want, n, k, rank, drop_last)
                         return (f"my_indices({n}, {k}, {rank}, drop_last={drop_last}) = {got}, not what the sampler "
                                 f"gives (look at the {what})")
     return None
+
+
+def _what_differs(got: list, want: list, n: int, k: int, rank: int, drop_last: bool) -> str:
+    """Which part of the rule a wrong answer missed: the dealing, the padding, or drop_last (03)."""
+    if len(got) == len(want):
+        first = next(j for j, (a, b) in enumerate(zip(got, want)) if a != b)
+        if first * k + rank < n:  # an index from the data itself, before any padding: not dealt like cards
+            return "dealing"
+    return "drop_last" if drop_last and n % k else ("padding" if n % k else "dealing")
 
 
 def bench_ddp(global_batch: int = 2048, seconds: float = 2.0) -> dict:
