@@ -55,7 +55,7 @@ def test_torchrun_script_on_gpus(tmp_path):
     from helpers.ddp import run_torchrun
 
     out = run_torchrun(NPROCS, script_args=("--epochs", "1", "--checkpoint", str(tmp_path / "t.pt")), timeout=180)
-    assert "backend nccl" in out and "validation accuracy on every rank" in out
+    assert "backend nccl" in out and "validation accuracy of that checkpoint, reloaded on every rank" in out
 
 
 def test_helpers_follow_a_model_on_the_gpu(tmp_path):

@@ -162,6 +162,14 @@ def scaling_summary(rows: list[dict]) -> dict:
                  f"{got_ms:.2f} ms a step, {got_ms - ideal_ms:+.2f} ms against perfect splitting.")
     lines.append(f"One bare all-reduce of the {rows[0]['allreduce_bytes_per_step'] / 1e3:.0f} KB of gradients took "
                  f"{ar_ms:.2f} ms, the same work at every batch; against the {n}-process step time that is {share}.")
+    if got_ms - ideal_ms > ar_ms:
+        lines.append(f"A bare all-reduce takes {ar_ms:.2f} of those {got_ms - ideal_ms:.2f} ms; the rest comes from "
+                     f"what else does not split (the optimizer step, each step's fixed cost, the counting hook), "
+                     f"which this run does not time one by one.")
+    above = [b for b in batches if by[b]["speedup_max"] > n]
+    if above:
+        lines.append(f"Repeats above the ideal {n}× (at batch {', '.join(map(str, above))}) are timing noise: the "
+                     f"two sides of a repeat run one after the other, and each varies from run to run.")
     return {"best": best, "worst": worst, "trend": trend, "title": title, "text": "\n".join(lines)}
 
 
@@ -175,4 +183,6 @@ def scaling_table(rows: list[dict]) -> str:
         lines.append(f"{r['global_batch']:>12} {1e3 * r['step_s_1']:>10.1f} {1e3 * r['step_s_n']:>11.1f} "
                      f"{r['speedup']:>7.2f}× {r['speedup_min']:>5.2f}–{r['speedup_max']:.2f}× "
                      f"{r['allreduce_bytes_per_step'] / 1e3:>19.0f}")
+    lines.append("speedup: the median of each repeat's own ratio (1-process time / N-process time, timed next to "
+                 "each other), so it need not equal the ratio of the median times beside it")
     return "\n".join(lines)

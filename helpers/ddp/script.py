@@ -38,10 +38,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _say_where(rank, world, backend, device)
         res = train_worker(rank, world, args.epochs, args.batch_size, args.lr, args.checkpoint)
-        accs = [None] * world
-        dist.all_gather_object(accs, res["val_acc"])
-        if rank == 0:
-            print(f"validation accuracy on every rank: {[round(a, 3) for a in accs]}")
+        got = [None] * world
+        dist.all_gather_object(got, (res["checkpoint_matches"], res["val_acc"]))
+        if rank == 0:  # identical replicas: each rank's own model equals the checkpoint rank 0 saved
+            print(f"each rank's own weights equal rank 0's checkpoint: {[m for m, _ in got]}")
+            print(f"validation accuracy of that checkpoint, reloaded on every rank: {[round(a, 3) for _, a in got]}")
         dist.barrier()  # leave together: no rank tears down its connections while another still uses them
     finally:
         gc.collect()  # free the DDP model (its reducer holds the process group) while Python is still alive
@@ -53,7 +54,8 @@ def _say_where(rank: int, world: int, backend: str, device: torch.device) -> Non
     where = [None] * world
     dist.all_gather_object(where, (rank, int(os.environ.get("GROUP_RANK", 0)), int(os.environ["LOCAL_RANK"]), str(device)))
     if rank == 0:
-        print(f"torchrun started {world} processes; backend {backend}; "
+        agents = len({node for _, node, _, _ in where})
+        print(f"{world} processes in all, started by {agents} torchrun agent(s); backend {backend}; "
               f"MASTER_ADDR={os.environ['MASTER_ADDR']} (rank 0 speaking)")
         for r, node, local, dev in where:
             print(f"  rank {r}: node {node}, local rank {local}, computes on {dev}")
