@@ -59,3 +59,32 @@ def test_device_of_wrong_type_is_refused():
 def test_hardware_label_names_processes_and_threads():
     label = hd.hardware_label("cpu", processes=2, threads=1)
     assert label.startswith("cpu (") and "2 processes × 1 thread" in label
+
+
+def test_a_gpu_row_is_matched_by_uuid_not_by_position(monkeypatch):
+    """CUDA_VISIBLE_DEVICES=3 on a 4-GPU machine: torch's cuda:0 is NVML's GPU 3, whose row it must show."""
+    smi = [{"index": i, "name": f"GPU model {i}", "uuid": f"GPU-0000000{i}-aaaa", "memory_total_gb": 10.0 * (i + 1),
+            "memory_used_gb": float(i), "utilization_pct": 10.0 * i} for i in range(4)]
+
+    class Props:
+        name, total_memory, uuid = "GPU model 3 (torch)", 40e9, "0000000" "3-AAAA"
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: Props())
+    monkeypatch.setattr(hd, "gpu_probe", lambda: (smi, "NVML"))
+    gpu = [r for r in hd.list_devices() if r.kind == "GPU"]
+    assert [(r.name, r.model, r.memory_total_gb, r.utilization_pct) for r in gpu] == [("cuda:0", "GPU model 3", 40.0, 30.0)]
+    Props.uuid = "ffffffff-0000"                   # a GPU no probe listed: torch's own numbers, nothing borrowed
+    gpu = [r for r in hd.list_devices() if r.kind == "GPU"]
+    assert [(r.model, r.source, r.utilization_pct) for r in gpu] == [("GPU model 3 (torch)", "torch", None)]
+
+
+def test_the_cpu_only_line_reports_what_each_probe_said(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(hd, "nvml_answer", lambda: "1 GPU(s)")            # a driver and a GPU, CPU-only torch
+    monkeypatch.setattr(hd, "gputil_gpus", lambda: [{"index": 0}])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    line = hd.device_table([hd.DeviceInfo("cpu", "CPU", "x", None, None, None, "os")]).splitlines()[-1]
+    assert "NVML: 1 GPU(s)" in line and "GPUtil: 1 GPU(s)" in line and "CUDA_VISIBLE_DEVICES=''" in line
+    assert "no NVIDIA driver" not in line

@@ -159,16 +159,16 @@ def test_the_check_flags_a_changed_english_cell_by_notebook_and_cell_id(tmp_path
 
 def test_set_language_makes_the_self_checks_speak_korean_and_english_again(language):
     language("ko")
-    threads = max(1, os.cpu_count() // 2)
-    ok, msg = checks.verify("00.threads_two_processes", None)
+    threads = 5                                      # 16 cores shared by 3 processes
+    ok, msg = checks.verify("00.threads_3_on_16", None)
     assert not ok and "아직 답하지 않았습니다" in msg and "힌트" in msg and "Hint" not in msg
-    assert "정답입니다" in checks.verify("00.threads_two_processes", threads)[1]
+    assert "정답입니다" in checks.verify("00.threads_3_on_16", threads)[1]
     assert "아쉽지만" in checks.verify("01.bubble_p4_m6", 0.9)[1]
     assert os.environ["COURSE_LANG"] == "ko"          # launched processes inherit it
     language("en")
-    ok, msg = checks.verify("00.threads_two_processes", None)
-    assert "not answered yet" in msg and "Hint: The threads of every process" in msg
-    assert checks.verify("00.threads_two_processes", threads)[1].startswith("✅ 00.threads_two_processes: correct!")
+    ok, msg = checks.verify("00.threads_3_on_16", None)
+    assert "not answered yet" in msg and "Hint: Every thread of every process" in msg
+    assert checks.verify("00.threads_3_on_16", threads)[1].startswith("✅ 00.threads_3_on_16: correct!")
 
 
 def test_the_launcher_and_device_errors_speak_korean(language):

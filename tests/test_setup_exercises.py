@@ -2,7 +2,7 @@
 hard-coded value and the classic mistakes are refused; no message shows the expected answer."""
 from __future__ import annotations
 
-import os
+import functools
 
 import pytest
 import torch
@@ -56,6 +56,31 @@ def wraps_it_and_hides_the_error(model, loader):
         return right(model, loader)
 
 
+def wraps_it_as_a_default_argument(model, loader, _ev=evaluate):
+    return _ev(model, loader)["acc"]
+
+
+def wraps_it_in_a_partial(model, loader, _ev=functools.partial(evaluate, device=None)):
+    return _ev(model, loader)["acc"]
+
+
+def _closure():
+    ev = train_module.evaluate
+    return lambda model, loader: ev(model, loader)["acc"]
+
+
+wraps_it_in_a_closure = _closure()
+
+
+def switches_autograd_off_for_good(model, loader):   # passes the graph test, breaks every later training step
+    torch.set_grad_enabled(False)
+    correct, seen = 0, 0
+    for x, y in loader:
+        correct += (model(x).argmax(1) == y).sum().item()
+        seen += len(y)
+    return correct / seen
+
+
 def builds_a_graph(model, loader):          # the classic mistake: evaluation with autograd on
     correct, seen = 0, 0
     for x, y in loader:
@@ -106,12 +131,19 @@ def test_right_answers_pass(fn):
 
 
 @pytest.mark.parametrize("fn", [wraps_the_reference, wraps_it_through_the_package, wraps_it_imported_inside,
-                                wraps_it_and_hides_the_error])
+                                wraps_it_and_hides_the_error, wraps_it_as_a_default_argument, wraps_it_in_a_partial,
+                                wraps_it_in_a_closure])
 def test_wrapping_the_course_evaluate_is_refused_and_the_reference_is_put_back(fn):
     ok, msg = verify(EX, fn)
     assert not ok and "calls the course's evaluate()" in msg, msg
     assert helpers.evaluate is train_module.evaluate is evaluate          # restored everywhere after the check
-    assert globals()["evaluate"] is train_module.evaluate
+    assert globals()["evaluate"] is train_module.evaluate and not train_module._REFUSE   # evaluate() works again
+
+
+def test_leaving_autograd_off_is_refused_and_autograd_is_switched_back_on():
+    ok, msg = verify(EX, switches_autograd_off_for_good)
+    assert not ok and "left it off" in msg and "Hint" in msg, msg
+    assert torch.is_grad_enabled()
 
 
 def test_a_hard_coded_value_is_refused_even_the_first_cases_right_one():
@@ -137,19 +169,23 @@ def test_no_message_shows_the_expected_value(fn):
     assert f"{value:.4f}" not in msg and f"{value:.4g}" not in msg and "evaluate() says" not in msg
 
 
-def test_the_threads_question_needs_the_division(monkeypatch):
-    monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    assert verify("00.threads_two_processes", 4)[0]
-    assert not verify("00.threads_two_processes", 8)[0]      # the core count copied from the device table
-    monkeypatch.setattr(os, "cpu_count", lambda: 1)
-    assert verify("00.threads_two_processes", 1)[0] and not verify("00.threads_two_processes", 0)[0]
+def test_the_threads_question_rounds_down_and_divides():
+    assert verify("00.threads_3_on_16", 5)[0]
+    for wrong in (16, 8, 6, 1, 5.33):       # the core count, the two-process answer, rounded up, the launcher default, unrounded
+        assert not verify("00.threads_3_on_16", wrong)[0], wrong
 
 
-def test_the_visible_gpus_question_is_not_the_gpu_count(monkeypatch):
-    from helpers.core import device
-    monkeypatch.setattr(device, "nvml_gpus", lambda: [{"index": i} for i in range(4)])
-    monkeypatch.setattr(device, "gpu_count", lambda: 4)
-    assert verify("00.gpus_visible_0", 1)[0] and not verify("00.gpus_visible_0", 4)[0]
-    monkeypatch.setattr(device, "nvml_gpus", lambda: [])
-    monkeypatch.setattr(device, "gpu_count", lambda: 0)
-    assert verify("00.gpus_visible_0", 0)[0] and not verify("00.gpus_visible_0", 1)[0]
+def test_the_visible_gpus_question_renumbers_in_the_listed_order():
+    assert verify("00.gpus_visible_2_3", [2, 3])[0]
+    for wrong in ([4, 3], [2, 1], [4, 1], [2, 2], [1, 3]):   # all GPUs, the old index, the count alone
+        assert not verify("00.gpus_visible_2_3", wrong)[0], wrong
+
+
+def test_the_thread_verdict_names_a_winner_only_when_the_runs_do_not_overlap():
+    overlap = [(1, .21), (2, .23), (1, .22), (2, .25), (1, .30), (2, .24)]
+    threads, text = lesson.threads_verdict(overlap, default=2)
+    assert threads == 2 and "no clear difference" in text and "0.300" in text     # every run printed
+    apart = [(1, .21), (2, .23), (1, .22), (2, .25), (1, .20), (2, .24)]
+    threads, text = lesson.threads_verdict(apart, default=2)
+    assert threads == 1 and "faster in every run" in text
+    assert lesson.threads_verdict([(1, .2), (1, .3)], default=1)[0] == 1

@@ -72,8 +72,9 @@ def nvml_gpus() -> list[dict]:
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             mem = pynvml.nvmlDeviceGetMemoryInfo(h)
             util = pynvml.nvmlDeviceGetUtilizationRates(h)
-            name = pynvml.nvmlDeviceGetName(h)
+            name, uuid = pynvml.nvmlDeviceGetName(h), pynvml.nvmlDeviceGetUUID(h)
             out.append({"index": i, "name": name.decode() if isinstance(name, bytes) else name,
+                        "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
                         "memory_total_gb": mem.total / 1e9, "memory_used_gb": mem.used / 1e9,
                         "utilization_pct": float(util.gpu)})
         return out
@@ -94,8 +95,36 @@ def gputil_gpus() -> list[dict]:
         gpus = GPUtil.getGPUs()
     except Exception:  # GPUtil returns [] without nvidia-smi; be safe against odd outputs too
         return []
-    return [{"index": g.id, "name": g.name, "memory_total_gb": g.memoryTotal / 1024,
-             "memory_used_gb": g.memoryUsed / 1024, "utilization_pct": 100.0 * g.load} for g in gpus]
+    mib = 2**20 / 1e9   # nvidia-smi counts MiB; the table says GB (1e9 bytes), like NVML's rows
+    return [{"index": g.id, "name": g.name, "uuid": g.uuid, "memory_total_gb": g.memoryTotal * mib,
+             "memory_used_gb": g.memoryUsed * mib, "utilization_pct": 100.0 * g.load} for g in gpus]
+
+
+def nvml_answer() -> str:
+    """What NVML answered, in words: its GPU count, or the name of the error it raised (00)."""
+    try:
+        import pynvml
+    except ImportError:
+        return "nvidia-ml-py not installed"
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as e:
+        return type(e).__name__
+    try:
+        return f"{pynvml.nvmlDeviceGetCount()} GPU(s)"
+    except pynvml.NVMLError as e:
+        return type(e).__name__
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
+def _uuid(value) -> str:
+    """A GPU's UUID in one spelling: NVML and nvidia-smi write ``GPU-<hex>``, torch the hex alone."""
+    text = str(value).lower()
+    return text[4:] if text.startswith("gpu-") else text
 
 
 def gpu_probe() -> tuple[list[dict], str]:
@@ -113,15 +142,18 @@ def gpu_probe() -> tuple[list[dict], str]:
 def list_devices() -> list[DeviceInfo]:
     """Every compute device this machine offers, CPU first; never raises (00_setup).
 
-    GPUs come from NVML when it answers, else from GPUtil, else from torch alone.
+    GPUs come from NVML when it answers, else from GPUtil, else from torch alone. NVML and
+    nvidia-smi number every GPU in PCI order and ignore ``CUDA_VISIBLE_DEVICES``; torch numbers the
+    visible ones from 0; so a row is matched to ``cuda:i`` by the GPU's UUID, never by position.
     """
     rows = [_cpu_row()]
     n_cuda = torch.cuda.device_count() if torch.cuda.is_available() else 0
     smi, source = gpu_probe()
+    by_uuid = {_uuid(s["uuid"]): s for s in smi if s.get("uuid")}
     for i in range(n_cuda):
-        s = smi[i] if i < len(smi) else None
+        props = torch.cuda.get_device_properties(i)
+        s = by_uuid.get(_uuid(getattr(props, "uuid", "")))
         if s is None:
-            props = torch.cuda.get_device_properties(i)
             rows.append(DeviceInfo(f"cuda:{i}", "GPU", props.name, round(props.total_memory / 1e9, 1),
                                    None, None, "torch"))
         else:
@@ -150,7 +182,11 @@ def device_table(devices: list[DeviceInfo] | None = None) -> str:
         lines.append(f"{d.name:<8} {d.kind:<4} {fmt(d.memory_total_gb):>10} {fmt(d.memory_used_gb):>8} "
                      f"{fmt(d.utilization_pct, '%'):>6}  {d.model}")
     if not any(d.kind in ("GPU", "MPS") for d in devices):
-        lines.append("CPU only: no GPU found (no NVIDIA driver, GPUtil saw none, torch.cuda.is_available() is False).")
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        built = (f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "built without CUDA")
+        lines.append(f"CPU only for torch: torch.cuda.is_available() is {torch.cuda.is_available()} (this torch is "
+                     f"{built}{'' if visible is None else f', CUDA_VISIBLE_DEVICES={visible!r}'}); "
+                     f"NVML: {nvml_answer()}; GPUtil: {len(gputil_gpus())} GPU(s).")
     return "\n".join(lines)
 
 

@@ -49,12 +49,17 @@ class History:
         return out
 
 
+_REFUSE: list = []   # while 00's accuracy exercise checks a student's function, evaluate() refuses to run (00)
+
+
 @torch.no_grad()
 def evaluate(model: nn.Module, loader: DataLoader, device: torch.device | str | None = None) -> dict[str, float]:
     """Mean cross-entropy loss and accuracy of ``model`` on ``loader`` (00_setup onwards).
 
     Batches go to ``device``, by default the device the model is on (:func:`model_device`).
     """
+    if _REFUSE:
+        _REFUSE[-1]((model, loader))
     _check_loader("loader", loader, "val")
     device = model_device(model) if device is None else get_device(str(device))
     was_training = model.training

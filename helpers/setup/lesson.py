@@ -1,8 +1,6 @@
 """Notebook 00 (setup): its exercises. The code it teaches is the course's core: device, data, models, train."""
 from __future__ import annotations
 
-import os
-import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -18,45 +16,28 @@ def _params_hidden128() -> int:
     return count_parameters(DigitsCNN(hidden=128))["total"]
 
 
-def _threads_two_processes() -> int:
-    return max(1, (os.cpu_count() or 1) // 2)
-
-
-def _gpus_visible_0() -> int:
-    """GPUs torch would report in a process started with CUDA_VISIBLE_DEVICES=0: GPU 0 alone, if there is one."""
-    from ..core.device import gpu_count, nvml_gpus
-
-    return 1 if (nvml_gpus() or gpu_count()) else 0
-
-
 class _UsedTheReference(Exception):
     """Raised by the stand-in for the course's evaluate() while a student's accuracy() runs."""
 
 
 @contextmanager
 def _reference_hidden(fn: Callable) -> Iterator[list]:
-    """While the block runs, the course's ``evaluate`` (wherever the student's code could reach it: the
-    function's globals, ``helpers`` and its modules) is a stand-in that records the call and raises."""
+    """While the block runs, the course's ``evaluate`` records each call and raises, however the student's code
+    reached it (a global, an import, a default argument, a closure, a partial): the refusal sits inside
+    ``evaluate`` itself (``helpers.core.train._REFUSE``)."""
     from ..core import train as train_module
 
-    reference, calls = train_module.evaluate, []
+    calls: list = []
 
-    def stand_in(*args, **kwargs):
+    def refuse(args):
         calls.append(args)
         raise _UsedTheReference("the course's evaluate() is not available inside this exercise")
 
-    spots = [(vars(m), name) for m in list(sys.modules.values())
-             if getattr(m, "__name__", "").split(".")[0] == "helpers"
-             for name, value in list(vars(m).items()) if value is reference]
-    spots += [(fn.__globals__, name) for name, value in list(getattr(fn, "__globals__", {}).items())
-              if value is reference]
-    for space, name in spots:
-        space[name] = stand_in
+    train_module._REFUSE.append(refuse)
     try:
         yield calls
     finally:
-        for space, name in spots:
-            space[name] = reference
+        train_module._REFUSE.remove(refuse)
 
 
 def _right_fraction(model, loader) -> float:
@@ -95,9 +76,16 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
                     got = accuracy(model, loader)
             except _UsedTheReference:
                 got = None
+            finally:
+                grad_was_on = torch.is_grad_enabled()
+                torch.set_grad_enabled(True)
             if calls:
                 return tr("00.uses_evaluate", "your function calls the course's evaluate(): the exercise is to "
                           "write what evaluate() does, with your own loop")
+            if not grad_was_on:
+                return tr("00.left_grad_off", "your function switched autograd off and left it off: after it "
+                          "returns, no training step anywhere in this process would build a graph. Switch it "
+                          "off only inside your function (a with block restores it)")
             if not isinstance(got, (float, int)) or isinstance(got, bool):
                 return tr("00.not_a_number", "for {what}, your function returned a {type}; return a Python number "
                           "(a one-element tensor's .item() is one)", what=what, type=type(got).__name__)
@@ -111,20 +99,23 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
 
 
 EXERCISES = [
-    Exercise("00.threads_two_processes", "int", compute=_threads_two_processes,
-             hint="The threads of every process share the same cores: how many cores does the device table count, "
-                  "and how many does that leave for each process?",
-             why="More threads than cores take turns on them; the course's launcher gives each process 1 thread "
-                 "unless told otherwise."),
-    Exercise("00.gpus_visible_0", "int", compute=_gpus_visible_0,
-             hint="The variable lists the indices of the GPUs a process may see; which GPUs does this machine have?",
-             why="Launchers such as Ray give each worker its GPU this way: inside, that GPU is cuda:0."),
+    Exercise("00.threads_3_on_16", "int",
+             digest="fa80b2475d6f28ed7f9b935f72876aaf7a3f536ea60c351a5bd62cde480fd2c6",
+             hint="Every thread of every process needs a core of its own: how many threads in all may the processes "
+                  "run, and what share of them may each take without going over?",
+             why="More threads than cores take turns on them; the rounding goes down, leaving a core idle rather "
+                 "than oversubscribed."),
+    Exercise("00.gpus_visible_2_3", "ints",
+             digest="dfd04ba224ed0b7c04dc2497d40866ac53782fd1677234fa8e7a198c61f8b8ae",
+             hint="Inside the process, torch numbers only the GPUs the variable lists, from 0, in the order listed.",
+             why="Launchers such as Ray give each worker its GPUs this way: inside, the first one listed is cuda:0."),
     Exercise("00.params_hidden128", "int", compute=_params_hidden128,
              hint="A convolution has in·out·k·k weights plus out biases; a Linear has in·out plus out. Which "
                   "layers change when the hidden width does?",
              why="Only the two layers around the hidden width grow: parameter counts follow from the shapes."),
     Exercise("00.batches_of_100", "int", digest="fafbeb140d2d8486d08576247adbfdd6b8aad8b0b754ff0c9709d995d4a0827b",
-             hint="A loader without drop_last makes one more, smaller batch from what is left over.",
+             hint="How many training samples are there, and what does a loader do with the samples that do not fill "
+                  "a whole batch (see its drop_last argument)?",
              why="The last batch is smaller: per-batch averages weigh its samples a little more."),
     Exercise("00.accuracy_no_grad", "code", behaviour=_accuracy_behaviour,
              hint="What does autograd keep while a forward runs, and which context tells it not to? Batches go "
@@ -132,3 +123,20 @@ EXERCISES = [
                   "be smaller than the others.",
              why="Without a graph, evaluation keeps no activations: it needs a fraction of training's memory."),
 ]
+
+
+def threads_verdict(runs: list[tuple[int, float]], default: int) -> tuple[int, str]:
+    """Section 3's reading of ``(threads, seconds)`` runs: every run printed, and a winner only when the faster
+    count's slowest run beats the other count's fastest; otherwise no clear difference, and ``default`` (00)."""
+    by = {}
+    for n, s in runs:
+        by.setdefault(n, []).append(s)
+    shown = "; ".join(f"{n} thread(s): " + ", ".join(f"{s:.3f}" for s in ss) + " s per epoch" for n, ss in by.items())
+    if len(by) < 2:
+        return default, f"{shown}: one count only, nothing to compare; training keeps {default} thread(s)"
+    fast, slow = sorted(by, key=lambda n: min(by[n]))
+    if max(by[fast]) < min(by[slow]):
+        return fast, (f"{shown}\n{fast} thread(s) faster in every run ({max(by[fast]):.3f} s slowest against "
+                      f"{min(by[slow]):.3f} s fastest): used for the training run below")
+    return default, (f"{shown}\nno clear difference (the runs overlap): the training run below keeps the "
+                     f"default, {default} thread(s)")
