@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import psutil
@@ -60,6 +61,23 @@ def run_in_kernel(sources: list[str], cwd: Path | str = NOTEBOOKS, env: dict | N
         kc.stop_channels()
         km.shutdown_kernel(now=True)
     return out[1:]
+
+
+def read_lines(stream, want: int, seconds: float, match: str) -> list[str]:
+    """Up to ``want`` lines containing ``match`` from ``stream``, waiting at most ``seconds`` (never blocks longer)."""
+    got: list[str] = []
+
+    def read():
+        for line in stream:
+            if match in line:
+                got.append(line)
+                if len(got) == want:
+                    return
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(seconds)
+    return got
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from conftest import ROOT, launched_children
+from conftest import ROOT, launched_children, read_lines
 from helpers import DigitsCNN, MLP, make_loaders, train
 from helpers.dist import launcher as L
 from helpers.dist import workers
@@ -226,23 +226,6 @@ if __name__ == "__main__":
 """
 
 
-def _lines(stream, want: int, seconds: float, match: str) -> list[str]:
-    """Up to ``want`` lines containing ``match`` from ``stream``, waiting at most ``seconds`` (never blocks longer)."""
-    got: list[str] = []
-
-    def read():
-        for line in stream:
-            if match in line:
-                got.append(line)
-                if len(got) == want:
-                    return
-
-    t = threading.Thread(target=read, daemon=True)
-    t.start()
-    t.join(seconds)
-    return got
-
-
 def test_ranks_end_when_the_kernel_that_launched_them_is_killed(tmp_path):
     script = tmp_path / "kernel.py"
     script.write_text(_LAUNCH_AND_HANG)
@@ -250,7 +233,7 @@ def test_ranks_end_when_the_kernel_that_launched_them_is_killed(tmp_path):
     proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
                             text=True, cwd=tmp_path)
     try:
-        pids = [int(line.split()[-1]) for line in _lines(proc.stdout, 2, 40, " pid ")]
+        pids = [int(line.split()[-1]) for line in read_lines(proc.stdout, 2, 40, " pid ")]
         if len(pids) < 2:  # say what happened: the launcher's stack (faulthandler), its children, any rank
             time.sleep(35)
             status = open(f"/proc/{proc.pid}/status").read()

@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from conftest import read_lines
 from helpers import tuning as T
 from helpers.core.procs import session_processes
 from helpers.dist import ray_cluster as RC
@@ -127,23 +128,6 @@ _RAY_KERNEL = textwrap.dedent('''
 ''')
 
 
-def _lines(stream, want: int, seconds: float, match: str) -> list[str]:
-    """Up to ``want`` lines starting with ``match`` from ``stream``, waiting at most ``seconds`` (never blocks longer)."""
-    got: list[str] = []
-
-    def read():
-        for line in stream:
-            if line.startswith(match):
-                got.append(line)
-                if len(got) == want:
-                    return
-
-    t = threading.Thread(target=read, daemon=True)
-    t.start()
-    t.join(seconds)
-    return got
-
-
 def _local(host: str) -> bool:
     """Loopback, or an address of this machine itself (Ray's agents resolve the node's own IP)."""
     if host in (None, "", "None", "localhost"):   # None: getaddrinfo(None, port), an address to bind to
@@ -169,7 +153,7 @@ def test_ray_stays_offline_and_leaves_nothing_after_shutdown_nor_after_its_kerne
     env.pop("RAY_USAGE_STATS_ENABLED", None)
     proc = subprocess.Popen([sys.executable, "-c", _RAY_KERNEL], env=env, stdout=subprocess.PIPE, text=True)
     try:
-        runs = [line.split()[1:] for line in _lines(proc.stdout, 2, 300, "session ")]
+        runs = [line.split()[1:] for line in read_lines(proc.stdout, 2, 300, "session /")]
         assert len(runs) == 2, f"the kernel did not start Ray twice within 300 s: {runs}"
         (first, first_home), (second, second_home) = runs
         assert not session_processes(first), "Ray processes outlived shutdown_ray()"
