@@ -121,7 +121,7 @@ def output_device_accounting(model: nn.Module, x: torch.Tensor, out: torch.Tenso
     """
     batch = x.shape[0]
     param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    with SavedTensorTracker() as t:
+    with SavedTensorTracker(views="span") as t:  # the chunk is a view of the batch: count its rows, not the batch's
         probe = model(x[:batch // n])
         act = t.peak
     del probe
@@ -144,13 +144,16 @@ def largest_batches(budget_bytes: int, acc: dict) -> dict:
 
     ``data_parallel``: the batch at which DataParallel's output device is full. ``ddp``: the batch
     at which every device is full when each holds what a DDP process holds: the parameters, their
-    gradients, the optimizer's state, and its own chunk's input, activations, outputs and targets.
+    gradients, DDP's all-reduce buckets (as large as the gradients with its default
+    ``gradient_as_bucket_view=False``), the optimizer's state, and its own chunk's input,
+    activations, outputs and targets. Neither counts gradients held only during backward (a
+    DataParallel replica's, until they are summed onto the output device).
     """
     n, p = acc["devices"], acc["param_bytes"]
-    fixed = 2 * p + acc.get("optimizer_bytes", 0) + 4
+    opt = acc.get("optimizer_bytes", 0) + 4  # + the loss
     x_row = acc.get("input_bytes_per_sample", 0)
-    dp = (budget_bytes - fixed) / (acc["per_sample_bytes"] / n + acc["per_sample_extra_bytes"] + x_row * (1 - 1 / n))
-    ddp = n * (budget_bytes - fixed) / (acc["per_sample_bytes"] + 8)
+    dp = (budget_bytes - 2 * p - opt) / (acc["per_sample_bytes"] / n + acc["per_sample_extra_bytes"] + x_row * (1 - 1 / n))
+    ddp = n * (budget_bytes - 3 * p - opt) / (acc["per_sample_bytes"] + 8)
     return {"data_parallel": max(0, int(dp)), "ddp": max(0, int(ddp))}
 
 

@@ -16,8 +16,8 @@ NOTEBOOK = "02_data_parallel"
 
 EXERCISES = [
     Exercise("02.gpus_idle_6_on_4", "int", digest="cd0d9dbc98e75c11a68faea66f39c24e0d221c338576a66acfb563f67e2f7d9c",
-             hint="DataParallel scatters with torch.chunk: read its documentation on how big each chunk is, and "
-                  "whether it always returns as many chunks as you ask for.",
+             hint="DataParallel scatters with torch.chunk: read its documentation on how many rows each chunk "
+                  "gets, then count the chunks torch.chunk makes of 6 rows when asked for 4.",
              why="torch.chunk makes chunks of ceil(n / k) rows, so it can return fewer than k: DataParallel then "
                  "runs only as many replicas as there are chunks."),
     Exercise("02.gathered_bytes", "ints", digest="431a11915f4d24acbedcffc22813df94ccf8736bb79c5bc9a73db5bcf7c1ce98",
@@ -37,17 +37,20 @@ EXERCISES = [
 def _reduce_behaviour(reduce_gradients: Callable) -> str | None:
     """The student's ``reduce_gradients(model, replicas)`` against the whole batch's gradients (02).
 
-    Varied cases: uneven chunks, fewer chunks than asked for (6 rows on 4), one replica, a frozen
-    parameter (no replica has a gradient for it, so the model's stays None), and a model whose
-    ``.grad`` already holds an earlier step's gradients: autograd accumulates, so the sum is added.
+    Varied cases: uneven chunks, one replica, a frozen parameter (no replica has a gradient for
+    it, so the model's stays None), a parameter that some replicas only have a gradient for (the
+    others' count as nothing), and a model whose ``.grad`` already holds an earlier step's
+    gradients: autograd accumulates, so the sum is added.
     """
     import copy
 
     import torch
     from torch import nn
 
-    for rows, n, frozen, earlier in ((12, 3, False, False), (10, 4, False, False), (6, 4, False, False),
-                                     (5, 1, False, False), (9, 2, True, False), (8, 2, False, True), (7, 3, True, True)):
+    for rows, n, frozen, earlier, partial in ((12, 3, False, False, False), (10, 4, False, False, False),
+                                              (6, 4, False, False, False), (5, 1, False, False, False),
+                                              (9, 2, True, False, False), (8, 2, False, True, False),
+                                              (7, 3, True, True, False), (11, 3, False, False, True)):
         torch.manual_seed(rows)
         model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
         if frozen:
@@ -64,9 +67,14 @@ def _reduce_behaviour(reduce_gradients: Callable) -> str | None:
                     w += p.grad
         for r, xi, yi in zip(replicas, x.chunk(n), y.chunk(n)):  # each chunk's share of the batch-mean loss
             (nn.functional.cross_entropy(r(xi), yi, reduction="sum") / rows).backward()
+        if partial:  # the last replica has no gradient for the last bias (as if its chunk never used it)
+            last = list(replicas[-1].parameters())[-1]
+            want[-1] -= last.grad
+            last.grad = None
         kept = [[None if p.grad is None else p.grad.clone() for p in r.parameters()] for r in replicas]
         reduce_gradients(model, replicas)
-        where = f"with {rows} rows on {len(replicas)} replica(s)" + (" and .grad already set" if earlier else "")
+        where = (f"with {rows} rows on {len(replicas)} replica(s)" + (" and .grad already set" if earlier else "")
+                 + (" and one replica without a gradient for a parameter the others have one for" if partial else ""))
         got = [p.grad for p in model.parameters()]
         if any(g is None for g, w in zip(got, want) if w is not None):
             return f"{where}, some of the model's parameters have no .grad after your function"

@@ -4,24 +4,25 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import MaxNLocator, NullLocator
 
 from ..core.plots import finish
 
 __all__ = ["plot_step_times", "plot_throughputs"]
 
 
-def plot_step_times(step_seconds: dict, title: str, label: str = "") -> Figure | None:
+def plot_step_times(step_seconds: dict, title: str, label: str = "", names: dict | None = None) -> Figure | None:
     """Milliseconds per forward+backward pass in each of DataParallel's steps, one labelled bar each (02).
 
     ``title`` says what ran (the CPU simulation or ``torch.nn.parallel`` on GPUs); each bar is
-    labelled with its time and its share of the step, so the tiny ones are still read.
+    labelled with its time and its share of the step, so the tiny ones are still read. ``names``:
+    a bar's label where it should say more than the step's key (which thread ran it).
     """
-    names = list(step_seconds)
-    ms = [step_seconds[k] * 1e3 for k in names]
+    keys = list(step_seconds)
+    ms = [step_seconds[k] * 1e3 for k in keys]
     total = sum(ms)
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1.3))
-    ax.barh(names, ms, color=[f"C{i}" for i in range(len(names))])
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(keys) + 1.3))
+    ax.barh([(names or {}).get(k, k) for k in keys], ms, color=[f"C{i}" for i in range(len(keys))])
     for i, v in enumerate(ms):
         ax.text(v, i, f" {v:.2f} ms ({v / total:.1%})", va="center", fontsize=9)
     ax.set(xlabel="milliseconds per forward+backward pass (mean of 20)", title=title, xlim=(0, 1.3 * max(ms)))
@@ -30,9 +31,13 @@ def plot_step_times(step_seconds: dict, title: str, label: str = "") -> Figure |
     return finish(fig, label)
 
 
-def plot_throughputs(results: dict, gil_rows: list[dict], label: str = "") -> Figure | None:
-    """Samples/s of each way to use two cores, and the 2-threads speedup against the batch (02)."""
-    fig, ax = plt.subplots(1, 2, figsize=(13, 3.6))
+def plot_throughputs(results: dict, gil_rows: list[dict], label: str = "", notes: dict | None = None) -> Figure | None:
+    """Samples/s of each way to use two cores, and the 2-threads speedup against the batch (02).
+
+    ``notes``: the text beside each bar (the notebook's ratios, as it prints them); by default the
+    median's ratio to the median of ``single``.
+    """
+    fig, ax = plt.subplots(1, 2, figsize=(13, 3.9))
     from .instruments import LABELS
 
     names = list(results)
@@ -42,9 +47,11 @@ def plot_throughputs(results: dict, gil_rows: list[dict], label: str = "") -> Fi
     ax[0].barh([LABELS.get(n, n) for n in names], [mid[n] for n in names], xerr=err, capsize=3,
                color=[f"C{i}" for i in range(len(names))])
     for i, n in enumerate(names):
-        ax[0].text(runs[n][-1], i, f" {mid[n] / mid['single']:.2f}×", va="center", fontsize=9)
-    ax[0].set(xlabel="samples / s (global batch 256; median, bars: min–max of rounds; processes: 1 run)",
-              title="same work, four ways (1 intra-op thread per worker)", xlim=(0, 1.25 * max(r[-1] for r in runs.values())))
+        note = (notes or {}).get(n, f"{mid[n] / mid['single']:.2f}×")
+        ax[0].text(runs[n][-1], i, f" {note}", va="center", fontsize=9)
+    ax[0].set(xlabel="samples / s (median; bars: min–max of rounds)",
+              title="global batch 256, four ways", xlim=(0, 1.6 * max(r[-1] for r in runs.values())))
+    ax[0].xaxis.set_major_locator(MaxNLocator(4))
     ax[0].invert_yaxis()
     sp = [r["speedup"] for r in gil_rows]
     lo = [r["speedup"] - r.get("speedup_min", r["speedup"]) for r in gil_rows]
@@ -54,7 +61,7 @@ def plot_throughputs(results: dict, gil_rows: list[dict], label: str = "") -> Fi
     ax[1].axhline(2, color="gray", ls=":", label="ideal 2×")
     ax[1].axhline(1, color="C3", ls=":", label="no gain")
     ax[1].set(xscale="log", xlabel="batch per thread", ylabel="2 threads / 1 thread (samples/s)", ylim=(0, 2.2),
-              title="2 threads vs 1, forward + backward, by batch size")
+              title="2 threads vs 1 (forward + backward)\nby batch per thread")
     batches = [r["batch_per_thread"] for r in gil_rows]
     ax[1].set_xticks(batches, [str(b) for b in batches])
     ax[1].xaxis.set_minor_locator(NullLocator())

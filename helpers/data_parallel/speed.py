@@ -18,8 +18,9 @@ from ..core.measure import run_threads, torch_threads
 from ..core.models import DigitsCNN
 from .recipe import four_steps_gpu
 from .instruments import LABELS, four_steps_cpu
+from .timing import timed
 
-__all__ = ["time_four_steps", "thread_variants", "rounds_verdict", "gil_probe", "gil_by_rounds", "amdahl_cap",
+__all__ = ["time_four_steps", "thread_variants", "rounds_verdict", "MARGIN", "gil_probe", "gil_by_rounds", "amdahl_cap",
            "parallel_apply_here"]
 
 
@@ -27,11 +28,14 @@ def time_four_steps(batch: int = 256, repeats: int = 20) -> dict:
     """Mean seconds spent in scatter, replicate, apply, gather and backward per forward+backward pass (02).
 
     No optimizer step: ``repeats`` passes after two warm-up ones, gradients cleared before each.
+    ``one_worker_seconds``: the same batch's forward and backward on one thread (the serial step
+    that Amdahl's law starts from), timed in turns with the four steps.
     """
     x, y = digits_batch(batch)
     model = DigitsCNN()
     n = gpu_count()
     totals: dict[str, float] = {}
+    one: dict[str, float] = {}
     with torch_threads(1):  # one core per "device" on a CPU, as if each were its own
         for r in range(repeats + 2):
             model.zero_grad(set_to_none=True)
@@ -39,10 +43,16 @@ def time_four_steps(batch: int = 256, repeats: int = 20) -> dict:
                 res = four_steps_gpu(model.to("cuda:0"), x.to("cuda:0"), y, list(range(n)))
             else:
                 res = four_steps_cpu(model, x, y, n=2)
+            single: dict[str, float] = {}
+            out = timed(single, "forward", lambda: model(x.to("cuda:0" if n >= 2 else "cpu")))
+            timed(single, "backward", nn.functional.cross_entropy(out, y.to(out.device)).backward)
             if r >= 2:  # the first two are warm-up
                 for k, v in res["times"].items():
                     totals[k] = totals.get(k, 0.0) + v
-    return {"path": res["path"], "step_seconds": {k: v / repeats for k, v in totals.items()}}
+                for k, v in single.items():
+                    one[k] = one.get(k, 0.0) + v
+    return {"path": res["path"], "step_seconds": {k: v / repeats for k, v in totals.items()},
+            "one_worker_seconds": {k: v / repeats for k, v in one.items()}}
 
 
 def _throughput(step: Callable[[], None], batch: int, seconds: float) -> float:
@@ -143,24 +153,37 @@ def gil_probe(batches: tuple[int, ...] = (1, 4, 16, 64, 256), seconds: float = 0
     return rows
 
 
-def rounds_verdict(runs: dict, name: str, baseline: str = "single") -> dict:
-    """How ``runs[name]`` compared with ``runs[baseline]`` round by round (timed in turns): ratios and a verdict (02)."""
+MARGIN = 0.03  # a ratio within 3 % of 1× counts as no clear difference: rounds on a shared machine vary more
+
+
+def _side(ratios: list[float], margin: float = MARGIN) -> str:
+    if all(r < 1 - margin for r in ratios):
+        return "slower"
+    if all(r > 1 + margin for r in ratios):
+        return "faster"
+    return "no clear difference"
+
+
+def rounds_verdict(runs: dict, name: str, baseline: str = "single", margin: float = MARGIN) -> dict:
+    """How ``runs[name]`` compared with ``runs[baseline]`` round by round (timed in turns): ratios and a verdict (02).
+
+    Faster or slower only when every round is more than ``margin`` beyond 1× on that side.
+    """
     ratios = [a / b for a, b in zip(runs[name], runs[baseline])]
-    if all(r < 1 for r in ratios):
-        verdict = "slower than one thread in every round"
-    elif all(r > 1 for r in ratios):
-        verdict = "faster than one thread in every round"
-    else:
-        verdict = "slower than one thread in some rounds, faster in others: no clear difference"
-    return {"ratios": ratios, "verdict": verdict}
+    side = _side(ratios, margin)
+    verdict = (f"{side} than one thread in every round, each by more than {margin:.0%}" if side != "no clear difference"
+               else f"no clear difference (not every round more than {margin:.0%} on one side of 1×)")
+    return {"ratios": ratios, "verdict": verdict, "side": side}
 
 
-def gil_by_rounds(rows: list[dict]) -> dict:
-    """The probe's batches per thread where 2 threads beat 1 in every round, lost in every round, or neither (02)."""
+def gil_by_rounds(rows: list[dict], margin: float = MARGIN) -> dict:
+    """The probe's batches per thread where 2 threads beat 1 in every round, lost in every round, or neither (02).
+
+    Beat or lost: every round more than ``margin`` beyond 1× on that side.
+    """
     by: dict[str, list[int]] = {"faster": [], "slower": [], "no clear difference": []}
     for r in rows:
-        key = "faster" if min(r["ratios"]) > 1 else "slower" if max(r["ratios"]) < 1 else "no clear difference"
-        by[key].append(r["batch_per_thread"])
+        by[_side(r["ratios"], margin)].append(r["batch_per_thread"])
     return {k: v for k, v in by.items() if v}
 
 
