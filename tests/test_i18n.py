@@ -163,7 +163,7 @@ def test_set_language_makes_the_self_checks_speak_korean_and_english_again(langu
     ok, msg = checks.verify("00.threads_3_on_16", None)
     assert not ok and "아직 답하지 않았습니다" in msg and "힌트" in msg and "Hint" not in msg
     assert "정답입니다" in checks.verify("00.threads_3_on_16", threads)[1]
-    assert "아쉽지만" in checks.verify("01.bubble_p4_m6", 0.9)[1]
+    assert "아쉽지만" in checks.verify("01.bubble_slow_stage", 0.9)[1]
     assert os.environ["COURSE_LANG"] == "ko"          # launched processes inherit it
     language("en")
     ok, msg = checks.verify("00.threads_3_on_16", None)

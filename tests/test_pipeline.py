@@ -206,3 +206,39 @@ def test_speed_verdicts_follow_the_rounds():
     text = P.library_lines(lib, [naive, row(2, 0.75, 0.74, 0.76)])
     assert "gpipe m = 2: 1300 ms (rounds 1250–1350), 0.77×" in text and "slower than the naive split" in text
     assert "library 58% of the ideal, hand-written 100%" in text and "same ideal" in text
+    # a median lower only below the printed precision (1.332… against 1.333…) is not called lower
+    text = P.piece_model_lines([naive, row(2, 0.7505, 0.70, 0.80)], costs[:2])
+    assert "lower at" not in text and "cannot tell" in text
+    one = [dict(row(1, 1.0, 0.95, 1.05), schedule="gpipe"), dict(row(2, 0.8, 0.75, 0.85), schedule="1f1b")]
+    assert "1F1B has no m = 1 row" in P.library_lines(one, [naive])
+
+
+def _gpipe_idle_of_stage0(m, cost0, cost1):
+    """GPipe on two stages, messages free, each box as soon as its input and its stage allow (test only)."""
+    t, f0 = 0, []
+    for _ in range(m):
+        t += cost0
+        f0.append(t)
+    t1 = 0
+    for i in range(m):
+        t1 = max(t1, f0[i]) + cost1
+    b1 = [t1 + cost1 * (i + 1) for i in range(m)]
+    t0 = f0[-1]
+    for i in range(m):
+        t0 = max(t0, b1[i]) + cost0
+    return 1 - 2 * m * cost0 / t0
+
+
+@pytest.mark.parametrize("exercise, right, wrong", [
+    # a slow stage 1: the equal-stage formula (0.2), stage 1's idle share, stage 0's busy share, (p − 1)/m
+    ("01.bubble_slow_stage", _gpipe_idle_of_stage0(4, 1, 2), [0.2, 1 / 9, 8 / 18, 0.25, 0.5, 1 / 3]),
+    # step(m = 4) / step(m = 8), p = 4: slot counts without the shrinking slots, m doubled, speedup differences
+    ("01.ideal_p4_m8", (7 / 4) / (11 / 8), [2, 11 / 7, 7 / 11, 32 / 11 - 16 / 7, 32 / 11, 16 / 7, 1.28]),
+    # rows held by stage 2 (p − s = 2 micro-batches of 64 / 16 rows): micro-batches, GPipe's whole batch, stages 0, 1
+    ("01.peak_1f1b_stage2", 2 * 64 // 16, [2, 64, 16, 12, 4, 32]),
+])
+def test_the_number_exercises_accept_the_rule_and_refuse_plausible_wrong_answers(exercise, right, wrong):
+    from helpers.core.checks import verify
+    assert verify(exercise, right)[0]
+    for w in wrong:
+        assert not verify(exercise, w)[0], w

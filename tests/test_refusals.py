@@ -130,8 +130,8 @@ def test_a_sensible_run_is_unchanged():
 # --- (c) self-checks never crash ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("exercise, answer", [
-    ("03.allreduce_8", 10**400), ("03.allreduce_8", 10**5000), ("01.bubble_p4_m6", 10**400),
-    ("01.bubble_p4_m6", -10**400), ("03.allreduce_8", torch.tensor(36.0, device="meta")),
+    ("03.allreduce_8", 10**400), ("03.allreduce_8", 10**5000), ("01.bubble_slow_stage", 10**400),
+    ("01.bubble_slow_stage", -10**400), ("03.allreduce_8", torch.tensor(36.0, device="meta")),
     ("04.rungs_rf2", torch.ones(5, device="meta")), ("04.rungs_rf2", [1, 2, 10**400]),
 ], ids=["int 10**400", "int 10**5000", "number 10**400", "number -10**400", "meta scalar", "meta list", "list"])
 def test_answers_the_check_cannot_read_are_wrong_answers_not_crashes(exercise, answer):

@@ -74,7 +74,7 @@ def test_self_check_correct_wrong_and_missing(capsys):
     assert not ok and "not answered yet" in msg
     assert not verify("00.batches_of_100", "many")[0]
     assert verify("00.params_hidden128", count_parameters(DigitsCNN(hidden=128))["total"])[0]
-    assert verify("01.bubble_p4_m6", 3 / 9)[0] and not verify("01.bubble_p4_m6", 0.5)[0]
+    assert verify("01.bubble_slow_stage", 10 / 18)[0] and not verify("01.bubble_slow_stage", 0.2)[0]
     check("00.batches_of_100", 13)
     assert "correct" in capsys.readouterr().out
     with pytest.raises(KeyError, match="no exercise called"):

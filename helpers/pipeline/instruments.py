@@ -207,19 +207,23 @@ def library_worker(rank: int, world_size: int, width: int, depth: int, batch: in
                 continue  # 1F1B needs at least as many micro-batches as stages
             mod = LiveCounter(make_stages(width, depth)[rank].to(device))
             sched = build_schedule(mod, rank, world_size, device, name, m)
+            opt = torch.optim.SGD(mod.parameters(), lr=1e-3)
 
             def step() -> list:
                 return schedule_step(sched, rank, world_size, x, y)
 
-            losses = step()  # the first step: its gradients are compared with the unsplit model
+            losses = step()  # the first step (no update yet): its gradients are compared with the unsplit model
             grads = [p.grad.detach().clone() for p in mod.inner.parameters()]
             mod.live = mod.peak = 0  # forget the first step's shape-inference forward
             times = []
-            for _ in range(repeats):
-                mod.zero_grad(set_to_none=True)
+            for _ in range(repeats):  # timed: the same work as gpipe_step (zero_grad, the step, the SGD update)
                 dist.barrier()
                 t0 = time.perf_counter()
+                opt.zero_grad(set_to_none=True)
                 step()
+                opt.step()
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)  # as gpipe_step does: time the kernels, not their launch
                 times.append(agree(time.perf_counter() - t0, "max"))
             out[(name, m)] = {"step_s": statistics.median(times), "step_rounds": times, "peak_live": mod.peak,
                               "grads": [g.cpu() for g in grads],

@@ -15,20 +15,23 @@ _ONE_F_ONE_B_ID = "01.one_f_one_b"
 
 
 EXERCISES = [
-    Exercise("01.bubble_p4_m6", "number", digits=2, digest="0a4050d0a78a0ebea8f6a9b02fc8a09ba9bd6f644b41275288c1ba06e64e7a7c",
-             hint="Draw the schedule: how many time slots does a stage wait while the pipe fills and drains, out "
-                  "of all the slots of the step?",
-             why="(p − 1)/(m + p − 1): with 4 stages, 6 micro-batches leave a third of the step idle."),
-    Exercise("01.ideal_p4_m8", "number", digits=3, digest="f5f9be7f2a19dcf4c21b484b8f7282734de2e5d34604337915bcd737e196820a",
-             hint="Count time slots: the naive split runs every stage's work for every micro-batch one after "
-                  "another; how many slots does the pipelined step need from the first forward of stage 0 to the "
-                  "last one of the last stage?",
-             why="It approaches p only as m grows: the bubble never quite disappears."),
-    Exercise("01.peak_1f1b_stage2", "int", digest="1e3082c467eb1429604d1f492974b0c3e1a93e6b6e49ed74b393db22dadbd9fa",
-             hint="Follow one stage under 1F1B: it starts backwards as soon as the first micro-batch has come back "
-                  "from the last stage. How many forwards has the third stage run by then, and does that number "
-                  "ever grow afterwards?",
-             why="A stage holds as many micro-batches as there are stages from it to the end: the last one holds one."),
+    Exercise("01.bubble_slow_stage", "number", digits=2,
+             digest="00a48f7a2b2ba094083e98ed79581fb937822a8c71416c707718548d07b38b34",
+             hint="GPipe's formula assumes stages of equal cost, so it does not apply here: draw the two stages' "
+                  "timelines, one box per forward and backward, each starting as soon as its input has arrived and "
+                  "its stage is free. How long is the step, and for how much of it does stage 0 compute?",
+             why="The slower stage sets the pace: the fast one waits for it in both phases, far more than GPipe's "
+                 "equal-stage bubble says."),
+    Exercise("01.ideal_p4_m8", "number", digits=3,
+             digest="0d3a826830f3036248a94da3732112c328cf5aee74fb9f699131a94ff007e5c7",
+             hint="Count each step's length in the time one stage needs for the whole batch: how many slots does "
+                  "the pipelined step take at m = 4, how many at m = 8, and how long is one slot in each?",
+             why="Doubling m does not halve the step: it only shrinks the bubble, the p − 1 slots at the ends."),
+    Exercise("01.peak_1f1b_stage2", "int", digest="ef8ee4d125589f343e0809252133a9a917fc8d9130cd4d07ba8a25e40fe743aa",
+             hint="First count the micro-batches the third stage holds at its peak under 1F1B, then how many rows "
+                  "each of them has.",
+             why="Under 1F1B a stage's peak is a fixed number of micro-batches, so at a fixed batch more micro-batches "
+                 "mean fewer rows held; under GPipe a stage holds the whole batch's activations, however large m is."),
     Exercise(_ONE_F_ONE_B_ID, "code", behaviour=lambda fn: _one_f_one_b_behaviour(fn),
              hint="A stage cannot run a backward until that micro-batch has passed every later stage and come "
                   "back: how many forwards can stage s start before the first one returns? After that, alternate.",

@@ -16,8 +16,8 @@ __all__ = ["plot_timelines", "plot_speedup", "plot_split_sweep"]
 def plot_timelines(rows: list[dict], label: str = "") -> Figure | None:
     """Gantt charts of one step per micro-batch count: which stage computes what, when (01).
 
-    A bar labelled F1.3 is stage 1's forward of micro-batch 3 (B: backward); bars too narrow
-    for an 8-point label stay unlabelled.
+    A bar labelled F1.3 is stage 1's forward of micro-batch 3 (B: backward); a bar too narrow
+    for that label shows only its micro-batch, 3; one too narrow even for that stays unlabelled.
     """
     fig, axes = plt.subplots(len(rows), 1, figsize=(10, 1.3 * len(rows) + 1.0), squeeze=False)
     t_max = max(e[4] for r in rows for e in r["events"])
@@ -27,12 +27,14 @@ def plot_timelines(rows: list[dict], label: str = "") -> Figure | None:
             ax.barh(1 - s, b - a, left=a, color=colors[kind], edgecolor="white")
             if (b - a) / t_max > 0.04:  # a label only where it fits inside its bar
                 ax.text(a + (b - a) / 2, 1 - s, f"{kind}{s}.{i}", ha="center", va="center", fontsize=8, color="white")
+            elif (b - a) / t_max > 0.012:  # narrower: the micro-batch only (the colour says F or B)
+                ax.text(a + (b - a) / 2, 1 - s, str(i), ha="center", va="center", fontsize=7, color="white")
         ax.set_yticks([1, 0], ["stage 0", "stage 1"])
         ax.set_xlim(0, t_max * 1.02)
         ax.set_title(f"m = {r['microbatches']} micro-batch{'es' if r['microbatches'] > 1 else ''} of "
                      f"{r['microbatch_rows']} rows: step {1e3 * r['step_s']:.0f} ms (median; bars: the last round)",
                      fontsize=9, loc="left")
-    axes[0, 0].legend(handles=[Patch(color=colors["F"], label="Fs.i: stage s's forward of micro-batch i"),
+    axes[0, 0].legend(handles=[Patch(color=colors["F"], label="Fs.i: stage s's forward of micro-batch i (narrow bars: i only)"),
                                Patch(color=colors["B"], label="Bs.i: its backward")],
                       loc="lower left", bbox_to_anchor=(0, 1.25), ncol=2, fontsize=8, frameon=False)
     axes[-1, 0].set_xlabel("seconds since the step began (gaps: the stage is idle)")
@@ -86,6 +88,6 @@ def plot_split_sweep(rows: list[dict], cost_rows: list[dict], label: str = "") -
         a.invert_xaxis()
         a.set_xticks([r["microbatch_rows"] for r in rs], [f"{r['microbatch_rows']}\nm={r['microbatches']}" for r in rs])
         a.xaxis.set_minor_locator(NullLocator())
-        a.set_xlabel(f"rows per micro-batch (m micro-batches of a {batch}-row batch)")
+        a.set_xlabel(f"rows per micro-batch, fewer to the right as m grows (a {batch}-row batch)")
         a.grid(alpha=0.3)
     return finish(fig, label)
