@@ -24,6 +24,11 @@ import os as _os
 # measured on the course's 2-core reference machine, 3 epochs of DigitsCNN in a Jupyter kernel
 # took 15 s instead of 0.3 s while another process kept one core busy. Set OMP_WAIT_POLICY
 # yourself (before importing torch) to choose otherwise.
+# OpenMP reads its environment once, when the runtime starts (torch loads it on import): a variable
+# set after that changes nothing. So record whether torch was already imported when this ran (00).
+import sys as _sys  # noqa: E402
+
+OMP_SET_BEFORE_TORCH = "torch" not in _sys.modules
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .core.checks import check  # noqa: E402  (after the environment default above)

@@ -88,3 +88,12 @@ def test_the_cpu_only_line_reports_what_each_probe_said(monkeypatch):
     line = hd.device_table([hd.DeviceInfo("cpu", "CPU", "x", None, None, None, "os")]).splitlines()[-1]
     assert "NVML: 1 GPU(s)" in line and "GPUtil: 1 GPU(s)" in line and "CUDA_VISIBLE_DEVICES=''" in line
     assert "no NVIDIA driver" not in line
+
+
+def test_the_last_line_reports_what_each_source_said_with_a_gpu_too(monkeypatch):
+    monkeypatch.setattr(hd, "nvml_answer", lambda: "2 GPU(s)")
+    monkeypatch.setattr(hd, "gputil_gpus", lambda: [{"index": 0}, {"index": 1}])
+    rows = [hd.DeviceInfo("cpu", "CPU", "x", None, None, None, "os"),
+            hd.DeviceInfo("cuda:0", "GPU", "g", 80.0, 1.0, 0.0, "NVML")]
+    line = hd.device_table(rows).splitlines()[-1]
+    assert line.startswith("torch: 1 CUDA GPU(s)") and "NVML: 2 GPU(s)" in line and "GPUtil: 2 GPU(s)" in line

@@ -17,6 +17,7 @@ EX = "00.accuracy_no_grad"
 
 
 def right(model, loader):
+    model.eval()
     correct, seen = 0, 0
     with torch.no_grad():
         for x, y in loader:
@@ -27,12 +28,15 @@ def right(model, loader):
 
 def right_with_inference_mode_on_the_models_device(model, loader):
     device = next(model.parameters()).device
+    was = model.training
+    model.eval()
     correct, seen = 0, 0
     with torch.inference_mode():
         for x, y in loader:
             x, y = x.to(device), y.to(device)
             correct += int((model(x).argmax(dim=1) == y).sum())
             seen += y.numel()
+    model.train(was)
     return correct / seen
 
 
@@ -121,7 +125,7 @@ def _first_case_value() -> float:
 
     from helpers import DigitsCNN, load_datasets
     torch.manual_seed(0)
-    return lesson._right_fraction(DigitsCNN(), DataLoader(load_datasets("digits")["val"], batch_size=64))
+    return right(DigitsCNN(), DataLoader(load_datasets("digits")["val"], batch_size=64))
 
 
 @pytest.mark.parametrize("fn", [right, right_with_inference_mode_on_the_models_device])
@@ -189,3 +193,65 @@ def test_the_thread_verdict_names_a_winner_only_when_the_runs_do_not_overlap():
     threads, text = lesson.threads_verdict(apart, default=2)
     assert threads == 1 and "faster in every run" in text
     assert lesson.threads_verdict([(1, .2), (1, .3)], default=1)[0] == 1
+
+
+def forgets_eval_mode(model, loader):       # right in every way but one: BatchNorm keeps using the batch's statistics
+    correct, seen = 0, 0
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum().item()
+            seen += len(y)
+    return correct / seen
+
+
+def ignores_the_models_device(model, loader):
+    return right(model, loader)             # model.eval() and no graph, but batches stay on the CPU
+
+
+def test_forgetting_model_eval_is_refused():
+    ok, msg = verify(EX, forgets_eval_mode)
+    assert not ok and "training mode" in msg and "Hint" in msg, msg
+
+
+def test_no_function_of_the_lesson_module_counts_the_answer_for_the_student():
+    """A student who looks in helpers.setup.lesson finds no (model, loader) function that returns the fraction."""
+    import inspect
+
+    from torch.utils.data import DataLoader
+
+    from helpers import DigitsCNN, load_datasets
+    torch.manual_seed(0)
+    model, loader = DigitsCNN().eval(), DataLoader(load_datasets("digits")["val"], batch_size=64)
+    value = right(model, loader)
+    for name, fn in inspect.getmembers(lesson, inspect.isfunction):
+        if fn.__module__ != lesson.__name__:
+            continue
+        try:
+            got = fn(model, loader)
+        except Exception:
+            continue
+        assert not (isinstance(got, (int, float)) and abs(got - value) < 1e-9), name
+
+
+@pytest.mark.skipif(not (torch.cuda.is_available() or torch.backends.mps.is_available()), reason="needs a GPU or MPS")
+def test_leaving_batches_on_the_cpu_is_refused_where_a_gpu_exists():
+    ok, msg = verify(EX, ignores_the_models_device)
+    assert not ok and "raised" in msg, msg
+    assert verify(EX, right_with_inference_mode_on_the_models_device)[0]
+
+
+def test_the_no_pool_question_refuses_the_helper_calls_and_near_misses():
+    from helpers import DigitsCNN, count_parameters
+    assert verify("00.params_hidden128", 32 * 8 * 8 * 128 + 128)[0]
+    for wrong in (count_parameters(DigitsCNN(hidden=128))["total"], count_parameters(DigitsCNN())["total"],
+                  32 * 4 * 4 * 128 + 128,          # the layer as it is, with the pool
+                  32 * 8 * 8 * 128,                # no biases
+                  32 * 8 * 8 * 64 + 64):           # the default hidden width
+        assert not verify("00.params_hidden128", wrong)[0], wrong
+
+
+def test_the_drop_last_question_refuses_the_batch_count():
+    from helpers import make_loaders
+    assert verify("00.batches_of_100", 57)[0]
+    for wrong in (len(make_loaders(batch_size=100)["train"]), 12, 100 - 57, 1257, 0):
+        assert not verify("00.batches_of_100", wrong)[0], wrong

@@ -67,15 +67,16 @@ def test_seed_must_be_non_negative_int():
 
 def test_self_check_correct_wrong_and_missing(capsys):
     from helpers.core.checks import verify
-    assert verify("00.batches_of_100", 13)[0] is True  # 1257 training images in batches of 100
-    ok, msg = verify("00.batches_of_100", 12)
-    assert not ok and "Hint" in msg and "13" not in msg
+    assert verify("00.batches_of_100", 57)[0] is True  # 1257 training images, 12 whole batches of 100: 57 left over
+    ok, msg = verify("00.batches_of_100", 13)
+    assert not ok and "Hint" in msg and "57" not in msg
     ok, msg = verify("00.batches_of_100", None)
     assert not ok and "not answered yet" in msg
     assert not verify("00.batches_of_100", "many")[0]
-    assert verify("00.params_hidden128", count_parameters(DigitsCNN(hidden=128))["total"])[0]
+    assert not verify("00.params_hidden128", count_parameters(DigitsCNN(hidden=128))["total"])[0]  # asks without the pool
+    assert verify("00.params_hidden128", 32 * 8 * 8 * 128 + 128)[0]
     assert verify("01.bubble_slow_stage", 10 / 18)[0] and not verify("01.bubble_slow_stage", 0.2)[0]
-    check("00.batches_of_100", 13)
+    check("00.batches_of_100", 57)
     assert "correct" in capsys.readouterr().out
     with pytest.raises(KeyError, match="no exercise called"):
         check("99.nothing", 1)

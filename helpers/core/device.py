@@ -170,7 +170,7 @@ def gpu_count() -> int:
 
 
 def device_table(devices: list[DeviceInfo] | None = None) -> str:
-    """The device table as aligned text, with a plain "CPU only" line when there is no GPU (00)."""
+    """The device table as aligned text; its last line says what torch, NVML and GPUtil answered (00)."""
     devices = list_devices() if devices is None else devices
 
     def fmt(v: float | None, unit: str = "") -> str:
@@ -181,12 +181,16 @@ def device_table(devices: list[DeviceInfo] | None = None) -> str:
     for d in devices:
         lines.append(f"{d.name:<8} {d.kind:<4} {fmt(d.memory_total_gb):>10} {fmt(d.memory_used_gb):>8} "
                      f"{fmt(d.utilization_pct, '%'):>6}  {d.model}")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    built = (f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "built without CUDA")
+    env = "" if visible is None else f", CUDA_VISIBLE_DEVICES={visible!r}"
+    said = f"NVML: {nvml_answer()}; GPUtil: {len(gputil_gpus())} GPU(s)."
     if not any(d.kind in ("GPU", "MPS") for d in devices):
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        built = (f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "built without CUDA")
         lines.append(f"CPU only for torch: torch.cuda.is_available() is {torch.cuda.is_available()} (this torch is "
-                     f"{built}{'' if visible is None else f', CUDA_VISIBLE_DEVICES={visible!r}'}); "
-                     f"NVML: {nvml_answer()}; GPUtil: {len(gputil_gpus())} GPU(s).")
+                     f"{built}{env}); {said}")
+    else:   # the same three answers with a GPU: torch's count, then what each probe said
+        mps = " and MPS" if any(d.kind == "MPS" for d in devices) else ""
+        lines.append(f"torch: {sum(d.kind == 'GPU' for d in devices)} CUDA GPU(s){mps} ({built}{env}); {said}")
     return "\n".join(lines)
 
 

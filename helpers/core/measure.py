@@ -15,7 +15,11 @@ import torch
 def seed_everything(seed: int = 0) -> None:
     """Seed Python, NumPy and torch (CPU and every GPU) so that a notebook reruns the same.
 
-    Used by every notebook (00 onwards).
+    Used by every notebook (00 onwards). Two things it does not do: a ``torch.Generator`` made
+    elsewhere (``make_loaders`` gives the training loader its own, seeded by its ``seed``) keeps
+    its state, so build the loaders again for the same shuffles; and ``PYTHONHASHSEED`` is only
+    written to the environment, for the processes this one starts: this interpreter's string
+    hashing was fixed when it started (https://docs.python.org/3/using/cmdline.html#envvar-PYTHONHASHSEED).
     """
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}; e.g. seed_everything(0)")

@@ -10,12 +10,6 @@ from ..core.i18n import tr
 NOTEBOOK = "00_setup"
 
 
-def _params_hidden128() -> int:
-    from ..core.models import DigitsCNN, count_parameters
-
-    return count_parameters(DigitsCNN(hidden=128))["total"]
-
-
 class _UsedTheReference(Exception):
     """Raised by the stand-in for the course's evaluate() while a student's accuracy() runs."""
 
@@ -40,37 +34,59 @@ def _reference_hidden(fn: Callable) -> Iterator[list]:
         train_module._REFUSE.remove(refuse)
 
 
-def _right_fraction(model, loader) -> float:
-    """The fraction of ``loader``'s samples whose largest output is the label: counted here, by rule."""
-    import torch
-
-    right, seen = 0, 0
-    with torch.no_grad():
-        for x, y in loader:
-            right += (model(x).argmax(1) == y).sum().item()
-            seen += len(y)
-    return right / seen
-
-
 def _accuracy_behaviour(accuracy: Callable) -> str | None:
     """The student's ``accuracy(model, loader)`` on several models and loaders, counted by rule, with the course's
-    ``evaluate`` out of reach and autograd watched (00)."""
+    ``evaluate`` out of reach and autograd watched (00). One model has BatchNorm and is handed over in training
+    mode (a function without ``model.eval()`` answers differently); where a GPU or MPS exists, one model sits there
+    (a function that does not send batches to the model's device fails). Every expected fraction is counted before
+    the student's function runs, by a local loop that no module exposes."""
+    import copy
+
     import torch
+    from torch import nn
     from torch.utils.data import DataLoader, Subset
 
     from ..core.data import load_datasets
+    from ..core.device import get_device
     from ..core.models import MLP, DigitsCNN
     from ..core.saved import SavedTensorTracker
 
+    def counted(model, loader) -> tuple[float, float]:   # (eval mode, train mode) on a copy: BatchNorm stats kept
+        model = copy.deepcopy(model)
+        dev = next(model.parameters()).device
+        out = []
+        for mode in (False, True):
+            model.train(mode)
+            right = seen = 0
+            with torch.no_grad():
+                for x, y in loader:
+                    right += (model(x.to(dev)).argmax(1).cpu() == y).sum().item()
+                    seen += len(y)
+            out.append(right / seen)
+        return out[0], out[1]
+
+    def with_batchnorm() -> nn.Module:
+        return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 10))
+
     ds = load_datasets("digits")
+    accel = get_device()
     cases = [(lambda: DigitsCNN(), DataLoader(ds["val"], batch_size=64), "an untrained DigitsCNN, batches of 64"),
              (lambda: MLP(), DataLoader(ds["test"], batch_size=100), "an untrained MLP, batches of 100"),
              (lambda: DigitsCNN(hidden=16), DataLoader(Subset(ds["train"], range(77)), batch_size=32),
-              "a small DigitsCNN on 77 samples, batches of 32")]
+              "a small DigitsCNN on 77 samples, batches of 32"),
+             (with_batchnorm, DataLoader(ds["val"], batch_size=50),
+              "an untrained MLP with BatchNorm, handed over in training mode, batches of 50")]
+    if accel.type != "cpu":
+        cases.append((lambda: DigitsCNN().to(accel), DataLoader(ds["val"], batch_size=64),
+                      f"an untrained DigitsCNN on {accel}, batches of 64 from a loader on the CPU"))
+    models, expected = [], []
+    for seed, (make, loader, what) in enumerate(cases):
+        torch.manual_seed(seed)
+        models.append(make())
+        expected.append(counted(models[-1], loader))
     with _reference_hidden(accuracy) as calls:
-        for seed, (make, loader, what) in enumerate(cases):
-            torch.manual_seed(seed)
-            model = make()
+        for model, (eval_frac, train_frac), (_, loader, what) in zip(models, expected, cases):
+            model.train()
             try:
                 with SavedTensorTracker() as tracker:
                     got = accuracy(model, loader)
@@ -89,7 +105,10 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
             if not isinstance(got, (float, int)) or isinstance(got, bool):
                 return tr("00.not_a_number", "for {what}, your function returned a {type}; return a Python number "
                           "(a one-element tensor's .item() is one)", what=what, type=type(got).__name__)
-            if abs(got - _right_fraction(model, loader)) > 1e-9:
+            if abs(got - eval_frac) > 1e-9:
+                if abs(got - train_frac) <= 1e-9 and abs(eval_frac - train_frac) > 1e-9:
+                    return tr("00.train_mode", "for {what}, your function returned what the model predicts in "
+                              "training mode; which mode does evaluation use?", what=what)
                 return tr("00.not_the_fraction", "for {what}, your function returned {got:.4g}, which is not the "
                           "fraction of those samples whose largest output is the label", what=what, got=float(got))
             if tracker.peak > 0:
@@ -107,20 +126,23 @@ EXERCISES = [
                  "than oversubscribed."),
     Exercise("00.gpus_visible_2_3", "ints",
              digest="dfd04ba224ed0b7c04dc2497d40866ac53782fd1677234fa8e7a198c61f8b8ae",
-             hint="Inside the process, torch numbers only the GPUs the variable lists, from 0, in the order listed.",
+             hint="Write down the list of GPUs this process can see, in the variable's order; then count and number "
+                  "that list the way section 2 says torch does.",
              why="Launchers such as Ray give each worker its GPUs this way: inside, the first one listed is cuda:0."),
-    Exercise("00.params_hidden128", "int", compute=_params_hidden128,
-             hint="A convolution has in·out·k·k weights plus out biases; a Linear has in·out plus out. Which "
-                  "layers change when the hidden width does?",
-             why="Only the two layers around the hidden width grow: parameter counts follow from the shapes."),
-    Exercise("00.batches_of_100", "int", digest="fafbeb140d2d8486d08576247adbfdd6b8aad8b0b754ff0c9709d995d4a0827b",
-             hint="How many training samples are there, and what does a loader do with the samples that do not fill "
-                  "a whole batch (see its drop_last argument)?",
-             why="The last batch is smaller: per-batch averages weigh its samples a little more."),
+    Exercise("00.params_hidden128", "int", digest="87f5a9c253ba0d5f7aa79c59027ee19bc43f32d9d83f422477e20ac25383b545",
+             hint="In print(model), which layer's input size comes from the pooled feature maps? Work out the shape "
+                  "Flatten would hand it without the pool; a Linear has in·out weights plus out biases.",
+             why="The 2×2 pool quarters what the first Linear of the head sees, and that Linear holds most of the "
+                 "model's parameters."),
+    Exercise("00.batches_of_100", "int", digest="4ece535d08f61c2076c37aaf4e2a68b64213ce729ebb5f051d1269cc8f58590a",
+             hint="How many training samples are there, and how many whole batches of 100 do they fill? See what "
+                  "DataLoader's drop_last argument does with the rest.",
+             why="With drop_last=True every batch is full, and the samples left over are skipped; the shuffle "
+                 "decides which ones, so each epoch skips different ones."),
     Exercise("00.accuracy_no_grad", "code", behaviour=_accuracy_behaviour,
              hint="What does autograd keep while a forward runs, and which context tells it not to? Batches go "
                   "where the model is; a prediction is the class with the largest output, and the last batch can "
-                  "be smaller than the others.",
+                  "be smaller than the others. Which of a model's layers behave differently in evaluation?",
              why="Without a graph, evaluation keeps no activations: it needs a fraction of training's memory."),
 ]
 
