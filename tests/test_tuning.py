@@ -189,8 +189,57 @@ def test_a_paused_trial_resumes_from_its_checkpoint(tmp_path):
             saved.append(tune.Checkpoint.from_directory(str(dst)))
 
     config = {"lr": 1e-3, "hidden": 16, "batch_size": 256, "checkpoint": True}
-    with mock.patch("ray.tune.report", report), mock.patch("ray.tune.get_checkpoint", lambda: None):
+    with mock.patch("ray.tune.report", report), mock.patch("ray.tune.get_checkpoint", lambda: None), \
+            mock.patch("ray.get_gpu_ids", lambda: []):
         T.train_digits({**config, "max_epochs": 1})
-    with mock.patch("ray.tune.report", report), mock.patch("ray.tune.get_checkpoint", lambda: saved[-1]):
+    with mock.patch("ray.tune.report", report), mock.patch("ray.tune.get_checkpoint", lambda: saved[-1]), \
+            mock.patch("ray.get_gpu_ids", lambda: []):
         T.train_digits({**config, "max_epochs": 2})
     assert reports == [1, 2] and len(saved) == 2
+
+
+def test_bohb_builds_its_model_at_the_result_count_startup_of_says():
+    """HpBandSter's BOHB needs min_points_in_model + d + 1 results on one budget, not min_points_in_model."""
+    import warnings
+
+    from ray.tune.search.bohb import TuneBOHB
+    from ray.tune.search.bohb.bohb_search import _BOHBJobWrapper
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = TuneBOHB(space=T.search_space(), metric="val_acc", mode="max", seed=0)
+        need = T.startup_of(s)
+        assert need == s.bohber.min_points_in_model + 3 + 1 == 8   # 3 hyperparameters
+        for n in range(1, need + 1):
+            assert T.bohb_model_budgets(s) == [], f"model built after {n - 1} results, before {need}"
+            s.bohber.new_result(_BOHBJobWrapper(-0.5 - 0.01 * n, 1.0, s.suggest(str(n))))
+    assert T.bohb_model_budgets(s) == [1.0] and T.bohb_results_per_budget(s) == {1.0: need}
+
+
+def test_a_trial_given_no_gpu_trains_on_the_cpu_even_where_cuda_is_available():
+    """Ray 2.60 leaves CUDA_VISIBLE_DEVICES alone for a trial given no GPU: train_digits must ask Ray, not CUDA."""
+    from unittest import mock
+
+    import torch
+
+    from helpers.tuning import recipe
+
+    seen, decided, reports = [], [], []
+    real_epoch, real_device = recipe.train_one_epoch, recipe.trial_device
+
+    def spy(model, *args, **kwargs):
+        seen.append(next(model.parameters()).device.type)
+        return real_epoch(model, *args, **kwargs)
+
+    def decide_on_a_gpu_machine():  # the decision is made where CUDA is available (training is not: no GPU here)
+        with mock.patch("torch.cuda.is_available", lambda: True), mock.patch("torch.cuda.device_count", lambda: 1):
+            decided.append(real_device())
+        return decided[-1]
+
+    config = {"lr": 1e-3, "hidden": 16, "batch_size": 256, "max_epochs": 1}
+    with mock.patch("ray.get_gpu_ids", lambda: []), mock.patch.object(recipe, "trial_device", decide_on_a_gpu_machine), \
+            mock.patch.object(recipe, "train_one_epoch", spy), mock.patch("ray.tune.report", reports.append):
+        T.train_digits(config)
+    assert decided == [torch.device("cpu")] and seen == ["cpu"] and len(reports) == 1
+    with mock.patch("ray.get_gpu_ids", lambda: [0]):
+        assert T.trial_device() == torch.device("cuda", 0)   # a trial given a GPU: the first one Ray made visible

@@ -141,6 +141,20 @@ def epochs_from_zero(config):
         tune.report({"score": config["x"] * epoch})
 
 
+def epoch_as_a_keyword(config):  # the recorder took it; Ray 2.60's tune.report raises TypeError
+    from ray import tune
+
+    for epoch in range(1, 4):
+        tune.report({"score": config["x"] * epoch}, epoch=epoch)
+
+
+def metrics_by_name(config):  # report(metrics={...}) binds like Ray's own: accepted
+    from ray import tune
+
+    for epoch in range(1, 4):
+        tune.report(metrics={"score": config["x"] * epoch})
+
+
 def never_reports(config):
     return [config["x"] * e for e in (1, 2, 3)]
 
@@ -157,7 +171,8 @@ def test_the_right_trainable_passes():
 
 
 @pytest.mark.parametrize("wrong", [ignores_config, table, old_keyword_form, once_at_the_end, epochs_from_zero,
-                                   never_reports, wraps_the_course_trainable], ids=lambda f: f.__name__)
+                                   epoch_as_a_keyword, never_reports, wraps_the_course_trainable],
+                         ids=lambda f: f.__name__)
 def test_wrong_trainables_are_refused(wrong):
     for _ in range(5):
         ok, msg = verify("04.trainable", wrong)
@@ -197,3 +212,10 @@ def test_ray_train_report_is_refused_with_a_pointer_to_tune_report():
         "        ray.train.report({'score': config['x'] * epoch})\n", "my_trainable")
     ok, msg = verify("04.trainable", train_report)
     assert not ok and "ray.tune.report" in msg and "ray.train.report" in msg, msg
+
+
+def test_extra_arguments_are_refused_as_ray_would_refuse_them():
+    """tune.report({...}, epoch=e) records fine, but Ray's report raises TypeError: the check says so."""
+    ok, msg = verify("04.trainable", epoch_as_a_keyword)
+    assert not ok and "refuse" in msg, msg
+    assert verify("04.trainable", metrics_by_name)[0]

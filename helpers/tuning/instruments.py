@@ -13,7 +13,8 @@ from ..core.i18n import tr
 from ..dist.ray_cluster import keep_stop_handlers
 
 __all__ = ["METRIC", "MODE", "toy_objective", "grid_vs_random", "toy_1d", "bayes_opt_steps", "asha_rungs",
-           "rung_decisions", "startup_of", "bohb_model_budgets", "TrialsFailed", "summarize", "OLD_TO_NEW", "old_api_errors"]
+           "rung_decisions", "startup_of", "bohb_results_needed", "bohb_model_budgets", "bohb_results_per_budget",
+           "TrialsFailed", "summarize", "OLD_TO_NEW", "old_api_errors"]
 
 
 METRIC = "val_acc"  # what the trainable reports each epoch
@@ -110,11 +111,11 @@ def rung_decisions(curves: list[list[float]], rungs: list[int], reduction_factor
 
 
 def startup_of(searcher: Any) -> int | None:
-    """How many random configurations a Ray searcher draws before its model proposes, read from the object (04).
+    """How many results a Ray searcher needs before its model proposes, read from the object (04).
 
-    HyperOpt: ``n_startup_jobs`` of its TPE (``HyperOptSearch(n_initial_points=...)``); Optuna: the
-    sampler's ``n_startup_trials``; BOHB: its model's ``min_points_in_model`` once a run has set it up
-    (read from its config before). None for others.
+    HyperOpt: ``n_startup_jobs`` of its TPE (``HyperOptSearch(n_initial_points=...)``), configurations
+    proposed; Optuna: the sampler's ``n_startup_trials``, finished trials; BOHB, once a run has set
+    its model up: results *on one budget*, :func:`bohb_results_needed`. None for others.
     """
     algo = getattr(searcher, "algo", None)
     if algo is not None and "n_startup_jobs" in getattr(algo, "keywords", {}):
@@ -122,13 +123,24 @@ def startup_of(searcher: Any) -> int | None:
     sampler = getattr(searcher, "_sampler", None)
     if sampler is not None and hasattr(sampler, "_n_startup_trials"):
         return int(sampler._n_startup_trials)
-    bohber = getattr(searcher, "bohber", None)  # BOHB's model, made when the run starts (it may raise the value)
+    bohber = getattr(searcher, "bohber", None)  # BOHB's model, made when the run starts
     if bohber is not None and hasattr(bohber, "min_points_in_model"):
-        return int(bohber.min_points_in_model)
-    cfg = getattr(searcher, "_bohb_config", None)
-    if cfg and "min_points_in_model" in cfg:
-        return int(cfg["min_points_in_model"])
+        return bohb_results_needed(bohber)
     return None
+
+
+def bohb_results_needed(bohber: Any) -> int:
+    """Results on one budget before HpBandSter's BOHB builds its model: ``min_points_in_model + d + 1`` (04).
+
+    ``new_result`` in ``hpbandster/optimizers/config_generators/bohb.py`` sorts a budget's results,
+    takes the best ``n_good = max(min_points_in_model, 15 % of them)`` for the good density and
+    the rest (up to ``n_bad``) for the bad one, and builds nothing while either has ``d`` rows or
+    fewer (``d`` = the number of hyperparameters). With ``min_points_in_model >= d + 1`` (its
+    default is ``d + 1``) and fewer than 27 results, the bad density gets ``N - min_points_in_model``
+    rows: the model needs ``N >= min_points_in_model + d + 1``.
+    """
+    d = len(bohber.configspace.get_hyperparameters())
+    return int(bohber.min_points_in_model) + d + 1
 
 
 def bohb_model_budgets(searcher: Any) -> list | None:
@@ -138,6 +150,12 @@ def bohb_model_budgets(searcher: Any) -> list | None:
     """
     models = getattr(getattr(searcher, "bohber", None), "kde_models", None)
     return None if models is None else sorted(float(b) for b in models)
+
+
+def bohb_results_per_budget(searcher: Any) -> dict[float, int]:
+    """How many results a ``TuneBOHB`` searcher recorded on each budget (epochs) in a run (04)."""
+    configs = getattr(getattr(searcher, "bohber", None), "configs", None) or {}
+    return {float(b): len(v) for b, v in sorted(configs.items())}
 
 
 class TrialsFailed(RuntimeError):

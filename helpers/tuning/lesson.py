@@ -24,11 +24,19 @@ def _reports(fn, config: dict) -> tuple[list, list]:
     import ray.train
     import ray.tune
 
+    import inspect
+
     calls: list = []
     train_calls: list = []
+    takes = inspect.signature(ray.tune.report)  # what Ray's own report accepts: one dict, checkpoint= by name
 
     def record(metrics=None, *args, **kwargs):
-        calls.append((metrics, args, kwargs))
+        try:
+            takes.bind(*([] if metrics is None else [metrics]), *args, **kwargs)
+            refused = None
+        except TypeError as e:  # Ray's report would raise this TypeError in the trial
+            refused = str(e)
+        calls.append((metrics, args, kwargs, refused))
 
     def record_train(*args, **kwargs):
         train_calls.append((args, kwargs))
@@ -70,11 +78,15 @@ def _trainable_behaviour(fn) -> str | None:
                     "call ray.tune.report({'score': ...}) instead")
         if not calls:
             return "the trainable never called ray.tune.report, so the Tuner would see no result"
-        if any(kw and m is None for m, _, kw in calls):
+        if any(kw and m is None for m, _, kw, _ in calls):
             return "tune.report(score=...) is the old form; today it takes one dict: tune.report({'score': ...})"
-        if any(not isinstance(m, dict) for m, _, _ in calls):
+        if any(not isinstance(m, dict) for m, _, _, _ in calls):
             return "pass tune.report a dict of metrics"
-        scores = [_number(m.get("score")) for m, _, _ in calls]
+        refused = next((r for *_, r in calls if r), None)
+        if refused:
+            return (f"Ray's tune.report would refuse that call ({refused}): it takes one dict of metrics, and only "
+                    "checkpoint= by name; put every value into the dict")
+        scores = [_number(m.get("score")) for m, _, _, _ in calls]
         right = len(scores) == 3 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                          and math.isclose(v, x * e, rel_tol=1e-9, abs_tol=1e-12)
                                          for v, e in zip(scores, (1, 2, 3)))

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 
 from ..core.data import make_loaders
-from ..core.device import get_device
 from ..core.models import DigitsCNN
 from ..core.train import evaluate, train, train_one_epoch
 from ..dist.ray_cluster import _environ, keep_stop_handlers
@@ -25,7 +24,7 @@ if TYPE_CHECKING:  # Ray is imported lazily: importing helpers never starts it
     from ray.tune.schedulers import TrialScheduler
     from ray.tune.search import Searcher
 
-__all__ = ["search_space", "train_digits", "retrain_best", "STARTUP", "make_scheduler", "make_searcher", "build_tuner",
+__all__ = ["search_space", "train_digits", "trial_device", "retrain_best", "STARTUP", "make_scheduler", "make_searcher", "build_tuner",
            "fit", "run_tuner", "trial_resources"]
 
 
@@ -69,9 +68,7 @@ def train_digits(config: dict) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(config.get("seed", 0))
     loaders = make_loaders(int(config["batch_size"]), seed=config.get("seed", 0))
-    # this trial's own device decision: Ray sets CUDA_VISIBLE_DEVICES to the GPU it gave the trial
-    # (cuda:0 is then that GPU), and hides every GPU from a trial that was given none
-    device = get_device()
+    device = trial_device()  # this trial's own device decision: from the GPUs Ray gave it
     model = DigitsCNN(hidden=int(config["hidden"])).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=float(config["lr"]))
     start = 1
@@ -90,6 +87,20 @@ def train_digits(config: dict) -> None:
         with tempfile.TemporaryDirectory() as d:
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "epoch": epoch}, Path(d) / "state.pt")
             tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(d))
+
+
+def trial_device() -> torch.device:
+    """The device of a Ray trial or task: ``cuda:0`` if Ray gave it a GPU, else the CPU (04).
+
+    Ray sets ``CUDA_VISIBLE_DEVICES`` to the GPUs it gave a trial, so ``cuda:0`` is the first of
+    them. To a trial given no GPU, Ray 2.60 hides nothing: it leaves ``CUDA_VISIBLE_DEVICES`` as it
+    was unless ``RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO=1`` (``set_visible_accelerator_ids`` in
+    ``ray/_private/utils.py``; ray-project/ray#54868), so ``torch.cuda.is_available()`` is still
+    true there. The trial decides from ``ray.get_gpu_ids()``, the GPUs Ray gave it.
+    """
+    import ray
+
+    return torch.device("cuda", 0) if ray.get_gpu_ids() else torch.device("cpu")
 
 
 def _check_budget(num_samples: int, max_t: int, grace_period: int, reduction_factor: int) -> None:
@@ -113,7 +124,8 @@ def trial_resources() -> dict:
 
     On a cluster where some node has no GPU, trials ask for CPUs only, so that every node can run
     them (a trial that asks for a GPU can only be placed on a node that has one). ``init_ray(nodes=2)``
-    gives its worker node no GPU, so there every trial asks for a CPU only and trains on the CPU.
+    gives its worker node no GPU, so there every trial asks for a CPU only, and trains on the CPU
+    because :func:`trial_device` finds no GPU given to it.
     """
     import ray
 
@@ -123,12 +135,16 @@ def trial_resources() -> dict:
 
 
 def retrain_best(config: dict, epochs: int = 9, seed: int = 0, device: str | torch.device = "cpu") -> dict:
-    """Train the winning configuration from scratch on ``device``; evaluate on the held-out test split (04)."""
+    """Train the winning configuration from scratch on ``device``; evaluate on the held-out test split (04).
+
+    Returns the last validation accuracy, the test accuracy and the sizes of both splits (``n_val``, ``n_test``).
+    """
     torch.manual_seed(seed)
     loaders = make_loaders(int(config["batch_size"]), seed=seed)
     model = DigitsCNN(hidden=int(config["hidden"])).to(device)
     hist = train(model, loaders["train"], loaders["val"], epochs=epochs, lr=float(config["lr"]), progress=False)
-    return {"val_acc": hist.val_acc[-1], "test_acc": evaluate(model, loaders["test"])["acc"]}
+    return {"val_acc": hist.val_acc[-1], "test_acc": evaluate(model, loaders["test"])["acc"],
+            "n_val": len(loaders["val"].dataset), "n_test": len(loaders["test"].dataset)}
 
 
 def make_scheduler(name: str, max_t: int, grace_period: int = 1, reduction_factor: int = 3) -> "TrialScheduler":
