@@ -79,3 +79,183 @@ def test_no_gpu_answers_are_clean():
 def test_bad_budget():
     with pytest.raises(ValueError, match="budget_bytes"):
         M.SavedTensorTracker(budget_bytes=-5)
+
+
+# --- notebook 06's mixed precision, measured as PyTorch's AMP recipe runs it
+
+def test_autocast_saves_activations_apart_from_weight_copies():
+    h = M.half_vs_autocast(blocks=8, width=256, batch=256)
+    # the activations autocast saves are .half()'s; the rest are 16-bit copies of 7 weights (the
+    # first layer's input needs no gradient, so its weight copy is not saved)
+    assert h["autocast_activations"] == h["saved_half"]
+    assert h["autocast_weight_casts"] == 7 * h["weight_bytes_fp16"]
+    assert h["autocast_activations"] + h["autocast_weight_casts"] == h["saved_autocast"]
+    rem = M.remedies(blocks=4, width=64, batch=256)
+    assert rem["autocast_activations"] * 2 == rem["plain"]
+    assert rem["autocast_activations"] + rem["autocast_weight_casts"] == rem["autocast"]
+
+
+def test_underflow_with_an_fp32_loss_and_bf16_needs_no_scaler():
+    u = M.underflow_demo()
+    assert u["fp16_nonzero"] == 0.0 and u["fp32_nonzero"] > 0.5
+    assert u["fp16_scaled_nonzero"] == u["bf16_nonzero"] == u["fp32_nonzero"]
+    assert u["fp16_scaled_rel_error"] < 1e-2 and u["bf16_rel_error"] < 5e-2
+
+
+def test_gradscaler_skips_until_the_largest_gradient_fits_fp16():
+    import math
+
+    model, x, y = M.big_gradient_problem()
+    fits = 2 ** math.floor(math.log2(torch.finfo(torch.float16).max / M.largest_gradient(model, x, y)))
+    opt, scaler = torch.optim.SGD(model.parameters(), lr=1e-4), torch.amp.GradScaler("cpu")
+    applied = []
+    for _ in range(12):
+        scale = scaler.get_scale()
+        with torch.autocast("cpu", dtype=torch.float16):
+            out = model(x)
+        loss = torch.nn.functional.mse_loss(out.float(), y)  # the loss in fp32: not what overflows
+        assert loss.dtype == torch.float32 and math.isfinite(loss.item() * scale)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+        if scaler.get_scale() == scale:
+            applied.append(scale)
+    assert applied and applied[0] == fits
+
+
+def test_leak_breakdown_sums_to_the_measured_leak():
+    b = M.leak_breakdown()
+    assert b["total"] == M.leak_curve(False, iterations=3)["bytes_per_iter"]
+    assert b["rounded"] % 512 == 0 and b["rounded"] >= b["total"]
+
+
+def test_recorded_gpu_output_is_read_not_typed():
+    out = M.recorded_gpu_output("d78593a6")
+    assert "after del x" in out and "empty_cache" in out
+    assert "H100" in M.recorded_gpu_run()
+    with pytest.raises(KeyError, match="record a new GPU run"):
+        M.recorded_gpu_output("no-such-cell")
+
+
+def test_find_largest_batch_exact_with_tolerance_one():
+    def step(bs):
+        if bs > 1562:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    assert M.find_largest_batch(step, start=4096, tolerance=1).batch_size == 1562
+
+
+# --- exercise 06.mean_loss: wrong answers are refused
+
+def _sum_losses(model, batches, reduction="sum"):
+    return [torch.nn.functional.cross_entropy(model(x), y, reduction=reduction) for x, y in batches]
+
+
+def _right(model, batches):
+    with torch.no_grad():
+        return sum(loss.item() for loss in _sum_losses(model, batches)) / sum(len(y) for _, y in batches)
+
+
+def _mean_of_batch_means(model, batches):
+    with torch.no_grad():
+        return sum(loss.item() for loss in _sum_losses(model, batches, "mean")) / len(batches)
+
+
+def _tensor_total(model, batches):
+    total = 0
+    for x, y in batches:
+        total = total + torch.nn.functional.cross_entropy(model(x), y, reduction="sum")
+    return (total / sum(len(y) for _, y in batches)).item()
+
+
+_KEPT = []
+
+
+def _keeps_the_last_loss(model, batches):
+    value = _right(model, batches)
+    x, y = batches[-1]
+    _KEPT.append(torch.nn.functional.cross_entropy(model(x), y))  # a graph kept after returning
+    return value
+
+
+def _first_case_hard_coded(model, batches, _value=[]):
+    if not _value:
+        _value.append(_right(model, batches))
+    return _value[0]
+
+
+@pytest.mark.parametrize("wrong, why", [
+    (_mean_of_batch_means, "mean of the batches' means"),
+    (_tensor_total, "batches' worth of saved tensors"),
+    (_keeps_the_last_loss, "still held"),
+    (_first_case_hard_coded, "not the mean loss over all samples"),
+    (lambda m, b: _right(m, b) * sum(len(y) for _, y in b), "not the mean loss over all samples"),
+    (lambda m, b: torch.tensor(_right(m, b)), "returned a tensor"),
+])
+def test_mean_loss_check_refuses_wrong_answers(wrong, why):
+    from helpers.core.checks import verify
+
+    ok, msg = verify("06.mean_loss", wrong)
+    assert not ok and why in msg
+    _KEPT.clear()
+
+
+def test_mean_loss_check_accepts_right_answers():
+    from helpers.core.checks import verify
+
+    def per_batch_weighted(model, batches):
+        total, n = 0.0, 0
+        for x, y in batches:
+            total += torch.nn.functional.cross_entropy(model(x), y).item() * len(y)  # graph freed each batch
+            n += len(y)
+        return total / n
+
+    assert verify("06.mean_loss", _right)[0] and verify("06.mean_loss", per_batch_weighted)[0]
+
+
+def test_leak_exercise_is_not_the_lesson_curve():
+    # exercise 1 asks for a wider MLP than leak_curve builds, so calling leak_curve(batch=128) is not the answer
+    from helpers.core.checks import verify
+
+    assert not verify("06.leak_batch128", M.leak_curve(False, iterations=3, batch=128)["bytes_per_iter"])[0]
+    assert verify("06.leak_batch128", 128 * 64 * 4 + 2 * 128 * 512 * 4 + 128 * 10 * 4 + 128 * 8 + 4)[0]
+
+
+def test_checkpoint_exercise_is_measured_and_not_the_formula_for_root_n():
+    from helpers.core.checks import verify
+
+    assert verify("06.checkpoint_n64", 4 + 64 // 4)[0]
+    for wrong in (2 * 8, 64 + 1, 4, 64 // 4):  # 2√n for √n segments, no checkpointing, inputs only, last segment only
+        assert not verify("06.checkpoint_n64", wrong)[0]
+
+
+# --- what notebook 06 expects of a GPU (tests/gpu/run.sh runs these; skipped without CUDA)
+
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run tests/gpu/run.sh there)")
+def test_del_and_empty_cache_on_a_gpu():
+    start = torch.cuda.memory_allocated()
+    x = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
+    reserved = torch.cuda.memory_reserved()
+    assert torch.cuda.memory_allocated() - start >= 256 * 2**20
+    del x
+    assert torch.cuda.memory_allocated() == start and torch.cuda.memory_reserved() == reserved
+    torch.cuda.empty_cache()
+    assert torch.cuda.memory_reserved() <= reserved - 256 * 2**20
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run tests/gpu/run.sh there)")
+def test_leak_on_a_gpu_is_the_breakdown_rounded_to_512_bytes():
+    bug = M.leak_curve(False, device="cuda")
+    assert bug["cuda_allocated"][-1] - bug["cuda_allocated"][-2] == M.leak_breakdown()["rounded"]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run tests/gpu/run.sh there)")
+def test_autocast_on_a_gpu_saves_half_activations_plus_weight_copies():
+    rem = M.remedies(blocks=4, width=64, batch=256, device="cuda")
+    assert rem["autocast_activations"] * 2 == rem["plain"] and rem["autocast_weight_casts"] > 0

@@ -6,4 +6,6 @@
 from ..core.saved import BudgetExceeded, SavedTensorTracker  # noqa: F401
 from .instruments import *  # noqa: F401,F403
 from .plots import *  # noqa: F401,F403
+from .precision import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403
+from .recorded import *  # noqa: F401,F403

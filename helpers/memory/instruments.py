@@ -16,11 +16,12 @@ from torch import nn
 
 from ..core.device import gpu_probe
 from ..core.saved import SavedTensorTracker
+from .precision import saved_split
 from .recipe import deep_mlp, small_mlp
 
 __all__ = ["gpu_status", "gpu_status_line", "cuda_memory_summary", "cuda_memory", "allocation_walkthrough",
-           "leak_curve", "saved_bytes", "remedies", "half_vs_autocast", "gradscaler_demo", "accumulation_check", "label_out_of_range_error",
-           "mismatched_model"]
+           "leak_curve", "leak_breakdown", "saved_bytes", "remedies", "half_vs_autocast", "accumulation_check",
+           "label_out_of_range_error", "mismatched_model"]
 
 
 def gpu_status() -> list[dict]:
@@ -39,10 +40,12 @@ def gpu_status_line(step: int | None = None) -> str:
 
 
 def cuda_memory_summary() -> str:
-    """``torch.cuda.memory_summary()``, or why there is none (on a CPU it raises ``KeyError``) (06)."""
-    if not torch.cuda.is_available():
-        return "no CUDA device: torch.cuda.memory_summary() has nothing to report (it raises KeyError here)"
-    return torch.cuda.memory_summary(abbreviated=True)
+    """``torch.cuda.memory_summary()``, or what it raised where there is no CUDA device (06)."""
+    try:
+        return torch.cuda.memory_summary(abbreviated=True)
+    except Exception as e:  # no CUDA: the allocator has no statistics to read
+        return (f"no CUDA device: torch.cuda.memory_summary() has nothing to report "
+                f"(here it raised {type(e).__name__}: {e})")
 
 
 def cuda_memory(tag: str = "") -> dict:
@@ -105,6 +108,20 @@ def leak_curve(fixed: bool, iterations: int = 20, batch: int = 64, device: str |
             "total_loss": float(total.detach() if torch.is_tensor(total) else total)}
 
 
+def leak_breakdown(batch: int = 64, classes: int = 10, features: int = 64, hidden: int = 256,
+                   block: int = 512) -> dict:
+    """What one iteration of the leak keeps, tensor by tensor, from the shapes alone (06).
+
+    ``rounded`` is each tensor rounded up to ``block`` bytes, as CUDA's caching allocator rounds
+    every allocation (``kMinBlockSize = 512`` in ``c10/core/AllocatorConfig.h``).
+    """
+    parts = {"input (float32)": batch * features * 4, "ReLU output 1 (float32)": batch * hidden * 4,
+             "ReLU output 2 (float32)": batch * hidden * 4, "log-softmax (float32)": batch * classes * 4,
+             "targets (int64)": batch * 8, "the loss, a scalar (float32)": 4}
+    return {"parts": parts, "total": sum(parts.values()),
+            "rounded": sum(-(-b // block) * block for b in parts.values()), "block": block}
+
+
 def saved_bytes(fn: Callable[[], torch.Tensor]) -> int:
     """Peak bytes of saved tensors while ``fn`` runs its forward pass (06)."""
     with SavedTensorTracker() as t:
@@ -145,6 +162,9 @@ def remedies(blocks: int = 16, width: int = 256, batch: int = 512, device: str |
     out = {name: saved_bytes(f) for name, f in
            (("plain", plain), ("no_grad", no_grad), ("inference_mode", inference), ("autocast", autocast),
             ("checkpoint", checkpointed))}
+    split = saved_split(autocast)
+    out["autocast_activations"], out["autocast_weight_casts"] = split["activations"], split["weight_casts"]
+    out["blocks"], out["width"], out["batch"] = blocks, width, batch
     out["checkpoint_blocks"] = blocks
     out["checkpoint_segments"] = segments
     out["autocast_dtype"] = str(dtype16).replace("torch.", "")
@@ -172,7 +192,10 @@ def half_vs_autocast(blocks: int = 8, width: int = 256, batch: int = 256) -> dic
     half = deep_mlp(blocks, width).half()
     out["saved_half"] = saved_bytes(lambda: half(x.half()))
     with torch.autocast("cpu", dtype=torch.float16):
-        out["saved_autocast"] = saved_bytes(lambda: model(x))
+        split = saved_split(lambda: model(x))
+    out["saved_autocast"] = split["total"]
+    out["autocast_activations"], out["autocast_weight_casts"] = split["activations"], split["weight_casts"]
+    out["weight_bytes_fp16"] = width * width * 2  # one block's weight as a 16-bit copy
     try:  # GradScaler refuses fp16 gradients: the update must happen in fp32
         scaler, opt = torch.amp.GradScaler("cpu"), torch.optim.SGD(half.parameters(), lr=0.1)
         scaler.scale(half(x.half()).float().mean()).backward()
@@ -181,43 +204,6 @@ def half_vs_autocast(blocks: int = 8, width: int = 256, batch: int = 256) -> dic
     except ValueError as e:
         out["half_gradscaler_error"] = str(e)
     return out
-
-
-def gradscaler_demo(scale: float = 2.0**16, tiny: float = 1e-6, steps: int = 4) -> dict:
-    """What fp16 does to small gradients, and what ``GradScaler`` does about it (06).
-
-    A small MLP whose loss is multiplied by ``tiny`` (small gradients, as late in training):
-    the first layer's gradient in fp32, under fp16 autocast without scaling (underflow: zeros),
-    and with ``GradScaler`` over a few steps (``lr=0``, so the model stays the same): a scale so
-    large that some fp16 gradient overflows makes it skip the step and halve the scale.
-    """
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1))
-    x = torch.randn(8, 16)
-    opt = torch.optim.SGD(model.parameters(), lr=0.0)
-
-    def backward(scaler: torch.amp.GradScaler | None = None, fp16: bool = True) -> torch.Tensor:
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.float16, enabled=fp16):
-            loss = model(x).mean() * tiny
-        (scaler.scale(loss) if scaler else loss).backward()
-        return model[0].weight.grad
-
-    ref = backward(fp16=False).clone()
-    plain = backward().clone()
-    scaler, history = torch.amp.GradScaler("cpu", init_scale=scale), []
-    for _ in range(steps):
-        scale_used = scaler.get_scale()
-        backward(scaler)
-        scaler.unscale_(opt)
-        grad = model[0].weight.grad.clone()
-        found_inf = not bool(torch.isfinite(grad).all())  # what the scaler checks every gradient for
-        scaler.step(opt)  # skipped when found_inf
-        scaler.update()   # halves the scale after an overflow
-        history.append({"scale": scale_used, "overflow": found_inf,
-                        "rel_error": float((grad - ref).abs().max() / ref.abs().max()) if not found_inf else None})
-    nonzero = lambda g: float((g != 0).float().mean())  # noqa: E731
-    return {"fp32_nonzero": nonzero(ref), "fp16_nonzero": nonzero(plain), "history": history}
 
 
 def accumulation_check(batch: int = 256, steps: int = 4, width: int = 256) -> dict:
@@ -235,8 +221,11 @@ def accumulation_check(batch: int = 256, steps: int = 4, width: int = 256) -> di
         nn.functional.cross_entropy(model(x), y).backward()
         big_peak = t.peak
     big = grads()
+    # each micro-batch its own tensors, as a loader delivers them (a view from .chunk() would make the
+    # tracker count the whole batch's storage behind it)
+    micro = [(xb.clone(), yb.clone()) for xb, yb in zip(x.chunk(steps), y.chunk(steps))]
     with SavedTensorTracker() as t:
-        for xb, yb in zip(x.chunk(steps), y.chunk(steps)):
+        for xb, yb in micro:
             (nn.functional.cross_entropy(model(xb), yb) / steps).backward()  # / steps: the mean over the batch
         acc_peak = t.peak
     acc = grads()

@@ -10,53 +10,98 @@ NOTEBOOK = "06_oom_troubleshooting"
 
 
 def _leak_batch128() -> int:
-    return leak_curve(False, iterations=3, batch=128)["bytes_per_iter"]
-
-
-def _mean_loss_behaviour(fn) -> str | None:
-    """The student's ``mean_loss(model, batches)``: the right mean, a float, and nothing kept for backward (06)."""
+    """Exercise 1's answer, measured: the leak per iteration of a 64 → 512 → 512 → 10 MLP at batch 128."""
     import torch
     from torch import nn
 
     from ..core.saved import SavedTensorTracker
     from .recipe import small_mlp
 
-    model = small_mlp()
-    g = torch.Generator().manual_seed(1)
-    batches = [(torch.rand(16, 64, generator=g), torch.randint(0, 10, (16,), generator=g)) for _ in range(5)]
-    with torch.no_grad():
-        want = sum(nn.functional.cross_entropy(model(x), y).item() for x, y in batches) / len(batches)
-    with SavedTensorTracker() as one:
-        nn.functional.cross_entropy(model(batches[0][0]), batches[0][1])
+    model, g = small_mlp(hidden=512), torch.Generator().manual_seed(0)
     with SavedTensorTracker() as tracker:
-        got = fn(model, batches)  # if it raises, check() says so (checks._verify_code)
-        held, peak = tracker.live_bytes(), tracker.peak
-    if isinstance(got, torch.Tensor):
-        return "mean_loss returned a tensor; return a Python float (a tensor with a graph keeps that graph alive)"
-    if not isinstance(got, float):
-        return f"mean_loss returned {type(got).__name__}; return a float"
-    if abs(got - want) > 1e-5:
-        return "the value is not the mean of the batches' losses"
-    if peak > 2 * one.peak:
-        return (f"while mean_loss ran, autograd held up to {peak / one.peak:.0f} batches' worth of saved tensors at once: "
-                "each batch's graph stays alive until the end")
-    if held:
-        return f"after mean_loss returned, autograd still held {held:,} bytes saved for a backward that never comes"
+        x, y = torch.rand(128, 64, generator=g), torch.randint(0, 10, (128,), generator=g)
+        loss = nn.functional.cross_entropy(model(x), y)
+        held = tracker.live_bytes()
+    del loss
+    return held
+
+
+def _checkpoint_64_in_4() -> int:
+    """Exercise 2's answer, measured: block-activations ``checkpoint_sequential`` keeps for 64 blocks in 4 segments."""
+    import torch
+    from torch.utils.checkpoint import checkpoint_sequential
+
+    from ..core.saved import SavedTensorTracker
+    from .recipe import deep_mlp
+
+    x = torch.randn(4, 8)
+    with SavedTensorTracker() as tracker:
+        out = checkpoint_sequential(deep_mlp(64, 8), 4, x, use_reentrant=False)
+        kept = tracker.live_bytes()
+    del out
+    return kept // (x.numel() * x.element_size())
+
+
+# Batch sizes of the check's cases: unequal, as a loader's last batch is, so that the mean of the
+# batches' means differs from the mean over all samples.
+MEAN_LOSS_CASES = ((16, 16, 16, 5), (3, 40), (7,), (1, 30, 2))
+
+
+def _mean_loss_behaviour(fn) -> str | None:
+    """The student's ``mean_loss(model, batches)``: the per-sample mean, a float, nothing kept for backward (06)."""
+    import torch
+    from torch import nn
+
+    from ..core.saved import SavedTensorTracker
+    from .recipe import small_mlp
+
+    for case, sizes in enumerate(MEAN_LOSS_CASES):
+        model = small_mlp(seed=case)
+        g = torch.Generator().manual_seed(100 + case)
+        batches = [(torch.rand(n, 64, generator=g), torch.randint(0, 10, (n,), generator=g)) for n in sizes]
+        with torch.no_grad():
+            want = (sum(nn.functional.cross_entropy(model(x), y, reduction="sum").item() for x, y in batches)
+                    / sum(sizes))
+            batch_means = sum(nn.functional.cross_entropy(model(x), y).item() for x, y in batches) / len(batches)
+        one = 0
+        for x, y in batches:  # the most one batch's graph holds: the largest batch's
+            with SavedTensorTracker() as t:
+                nn.functional.cross_entropy(model(x), y)
+            one = max(one, t.peak)
+        with SavedTensorTracker() as tracker:
+            got = fn(model, list(batches))  # if it raises, check() says so (checks._verify_code)
+            held, peak = tracker.live_bytes(), tracker.peak
+        label = f"with batches of {', '.join(map(str, sizes))} samples"
+        if isinstance(got, torch.Tensor):
+            return "mean_loss returned a tensor; return a Python float (a tensor with a graph keeps that graph alive)"
+        if not isinstance(got, float):
+            return f"mean_loss returned {type(got).__name__}; return a float"
+        if abs(got - want) > 1e-5 * max(1.0, abs(want)):
+            if len(set(sizes)) > 1 and abs(got - batch_means) <= 1e-5 * max(1.0, abs(batch_means)):
+                return (f"{label}, you returned the mean of the batches' means: every sample must weigh the same, "
+                        "and a smaller batch holds fewer samples")
+            return f"{label}, the value is not the mean loss over all samples"
+        if peak > 2 * one:
+            return (f"{label}, autograd held up to {peak / one:.0f} batches' worth of saved tensors at once while "
+                    "mean_loss ran: each batch's graph stays alive until the end")
+        if held:
+            return f"{label}, after mean_loss returned autograd still held {held:,} bytes saved for a backward that never comes"
     return None
 
 
 EXERCISES = [
     Exercise("06.leak_batch128", "int", compute=_leak_batch128,
              hint="List the tensors each iteration saves (input, both ReLU outputs, the log-softmax, the targets, "
-                  "one scalar): which of them grow with the batch, and by how many bytes per sample?",
-             why="The leak grows linearly with the batch: a bigger batch hits the wall sooner."),
+                  "one scalar): which of them grow with the batch and with the hidden width, and by how many bytes?",
+             why="The leak grows linearly with the batch and the width: a bigger batch or model hits the wall sooner."),
     Exercise("06.mean_loss", "code", behaviour=_mean_loss_behaviour,
-             hint="Two habits each fix it: evaluate without building a graph at all, and add up numbers, not tensors.",
+             hint="Two habits each fix it: evaluate without building a graph at all, and add up numbers, not tensors. "
+                  "Batches can differ in size, and every sample counts the same.",
              why="Nothing is kept once the function returns: the memory after an evaluation loop is what it was before."),
-    Exercise("06.checkpoint_n64", "int", digest="a832cc9d987dc6b16f7ad3788848204ecf9ae7619c190257e8d29acf4f15972a",
-             hint="With s segments you keep each segment's input, plus the outputs of the one segment being "
-                  "recomputed.",
-             why="√n segments keep O(√n) activations instead of n: memory for one extra forward."),
+    Exercise("06.checkpoint_n64", "int", compute=_checkpoint_64_in_4,
+             hint="checkpoint_sequential keeps each segment's input, and runs its last segment normally, so that "
+                  "segment keeps its blocks' outputs too.",
+             why="s segments of n blocks keep s + n/s activations, fewest at s = √n: 2√n instead of n + 1."),
     Exercise("06.fp16_bytes", "int", digest="bdf13d280865baba92e50868439e33ab355a535ca70ddc3f170aabd3f2c66ced",
              hint="How many bytes does one float16 number take?",
              why="Half of float32: 16-bit halves activations and weights alike."),

@@ -19,10 +19,11 @@ __all__ = ["small_mlp", "Block", "deep_mlp", "is_oom", "BatchSearch", "find_larg
            "training_step_under_budget", "training_step_on_gpu"]
 
 
-def small_mlp(seed: int = 0) -> nn.Module:
+def small_mlp(seed: int = 0, hidden: int = 256) -> nn.Module:
     """The small MLP of the leak demonstration: 64 → 256 → 256 → 10 (06)."""
     torch.manual_seed(seed)
-    return nn.Sequential(nn.Flatten(), nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, 10))
 
 
 class Block(nn.Module):
@@ -58,16 +59,20 @@ class BatchSearch:
 
 
 def find_largest_batch(step: Callable[[int], object], start: int = 4096, minimum: int = 1,
-                       refine: bool = True) -> BatchSearch:
+                       refine: bool = True, tolerance: int | None = None) -> BatchSearch:
     """Largest batch size for which ``step(batch_size)`` runs without running out of memory (06).
 
-    Halves from ``start`` until a step fits (like Accelerate's ``find_executable_batch_size``),
-    then, with ``refine``, bisects between the last size that failed and the first that fitted.
-    Memory is freed *outside* the ``except`` block: inside it, the traceback still references
-    the failed step's tensors.
+    Halves from ``start`` until a step fits (retrying smaller on an out-of-memory error, the idea
+    of Accelerate's ``find_executable_batch_size``), then, with ``refine``, bisects between the
+    last size that failed and the first that fitted until they are ``tolerance`` apart (default:
+    1/64 of the size found, about 1.5 %; ``tolerance=1`` finds the exact limit). Memory is freed
+    *outside* the ``except`` block: inside it, the traceback still references the failed step's
+    tensors.
     """
     if not isinstance(start, int) or start < 1 or not isinstance(minimum, int) or minimum < 1:
         raise ValueError(f"start and minimum must be positive ints, got start={start!r}, minimum={minimum!r}")
+    if tolerance is not None and (not isinstance(tolerance, int) or tolerance < 1):
+        raise ValueError(f"tolerance must be a positive int (1 for the exact limit) or None, got {tolerance!r}")
     tried: list[tuple[int, bool]] = []
 
     def fits(bs: int) -> bool:
@@ -92,7 +97,7 @@ def find_largest_batch(step: Callable[[int], object], start: int = 4096, minimum
         bs = max(minimum, bs // 2)
     good, bad = bs, (bs * 2 if bs < start else None)
     if refine and bad is not None:
-        while bad - good > max(1, good // 64):  # within ~1.5 %
+        while bad - good > (tolerance if tolerance is not None else max(1, good // 64)):
             mid = (good + bad) // 2
             if fits(mid):
                 good = mid
