@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..core.checks import Exercise
+from ..core.i18n import tr
 from ..core.device import hardware_label
 from .instruments import leak_curve, remedies
 
@@ -71,21 +72,25 @@ def _mean_loss_behaviour(fn) -> str | None:
         with SavedTensorTracker() as tracker:
             got = fn(model, list(batches))  # if it raises, check() says so (checks._verify_code)
             held, peak = tracker.live_bytes(), tracker.peak
-        label = f"with batches of {', '.join(map(str, sizes))} samples"
+        label = ", ".join(map(str, sizes))
         if isinstance(got, torch.Tensor):
-            return "mean_loss returned a tensor; return a Python float (a tensor with a graph keeps that graph alive)"
+            return tr("06.returned_tensor", "mean_loss returned a tensor; return a Python float (a tensor with a graph "
+                      "keeps that graph alive)")
         if not isinstance(got, float):
-            return f"mean_loss returned {type(got).__name__}; return a float"
+            return tr("06.not_float", "mean_loss returned {type}; return a float", type=type(got).__name__)
         if abs(got - want) > 1e-5 * max(1.0, abs(want)):
             if len(set(sizes)) > 1 and abs(got - batch_means) <= 1e-5 * max(1.0, abs(batch_means)):
-                return (f"{label}, you returned the mean of the batches' means: every sample must weigh the same, "
-                        "and a smaller batch holds fewer samples")
-            return f"{label}, the value is not the mean loss over all samples"
+                return tr("06.batch_means", "with batches of {sizes} samples, you returned the mean of the batches' "
+                          "means: every sample must weigh the same, and a smaller batch holds fewer samples", sizes=label)
+            return tr("06.not_the_mean", "with batches of {sizes} samples, the value is not the mean loss over all "
+                      "samples", sizes=label)
         if peak > 2 * one:
-            return (f"{label}, autograd held up to {peak / one:.0f} batches' worth of saved tensors at once while "
-                    "mean_loss ran: each batch's graph stays alive until the end")
+            return tr("06.graphs_alive", "with batches of {sizes} samples, autograd held up to {n:.0f} batches' worth "
+                      "of saved tensors at once while mean_loss ran: each batch's graph stays alive until the end",
+                      sizes=label, n=peak / one)
         if held:
-            return f"{label}, after mean_loss returned autograd still held {held:,} bytes saved for a backward that never comes"
+            return tr("06.kept_after", "with batches of {sizes} samples, after mean_loss returned autograd still held "
+                      "{bytes:,} bytes saved for a backward that never comes", sizes=label, bytes=held)
     return None
 
 
