@@ -75,7 +75,7 @@ def test_the_calculator_refuses_impossible_parameter_counts(call):
 
 
 def test_the_calculator_still_takes_big_counts_written_as_floats():
-    assert memory_per_rank(7e9, 8, "zero3", "mixed")["total"] == 14 * 10**9
+    assert memory_per_rank(7e9, 8, "zero3", "deepspeed")["total"] == 14 * 10**9
 
 
 def test_unknown_collectives_and_reductions_list_the_choices():

@@ -1,7 +1,10 @@
 """Notebook 09's calculator and instruments: the formulas, exact bytes per rank, the TP block, the code exercise."""
 from __future__ import annotations
 
+import math
+
 import pytest
+import torch
 
 from helpers.core.checks import verify
 from helpers.sharding import (comm_per_step, comm_time, memory_per_rank, model_parameters, run_sharding, run_tp_block,
@@ -10,27 +13,48 @@ from helpers.sharding import (comm_per_step, comm_time, memory_per_rank, model_p
 
 def test_sixteen_bytes_per_parameter_and_what_each_strategy_divides():
     psi = 1000
-    assert memory_per_rank(psi)["total"] == 16 * psi == memory_per_rank(psi, precision="mixed")["total"]
-    assert memory_per_rank(psi, 4, "zero1") == {"params": 4000, "grads": 4000, "optim": 2000, "total": 10000}
-    assert memory_per_rank(psi, 4, "zero2") == {"params": 4000, "grads": 1000, "optim": 2000, "total": 7000}
+    assert memory_per_rank(psi)["total"] == 16 * psi
+    assert memory_per_rank(psi, precision="amp")["total"] == memory_per_rank(psi, precision="deepspeed")["total"] == 16 * psi
+    assert memory_per_rank(psi, 4, "zero1") == {"params": 4000, "grads": 4000, "optim": 2000, "gathered": 0, "total": 10000}
+    assert memory_per_rank(psi, 4, "zero2") == {"params": 4000, "grads": 1000, "optim": 2000, "gathered": 0, "total": 7000}
     assert memory_per_rank(psi, 4, "zero3") == memory_per_rank(psi, 4, "fsdp2") == \
-        {"params": 1000, "grads": 1000, "optim": 2000, "total": 4000}
-    assert memory_per_rank(7_000_000_000, 1, "ddp", "mixed")["total"] == 112 * 10**9
-    assert memory_per_rank(10, 3, "zero3")["params"] == 14          # ceil(40 / 3): the largest rank's share
+        {"params": 1000, "grads": 1000, "optim": 2000, "gathered": 0, "total": 4000}
+    assert memory_per_rank(7_000_000_000, 1, "ddp", "deepspeed")["total"] == 112 * 10**9
 
 
-def test_traffic_is_two_psi_for_ddp_and_three_for_fsdp():
-    psi, n = 1_000_000, 4
-    f = (n - 1) / n
-    assert comm_per_step(psi, n, "ddp")["total"] == pytest.approx(2 * f * 4 * psi)
-    assert comm_per_step(psi, n, "fsdp2")["total"] == pytest.approx(3 * f * 4 * psi)
-    assert comm_time(1e9, 10, (1e-5, 1e-9)) == pytest.approx(10 * 1e-5 + 1.0)
+def test_the_two_mixed_precision_accountings_differ_where_the_weights_stay_whole():
+    """PyTorch's AMP / FSDP2 keep fp32 parameters and gradients; the ZeRO paper's (DeepSpeed's) keeps fp16 ones."""
+    big = 7_000_000_000
+    amp, ds = memory_per_rank(big, 8, "zero1", "amp"), memory_per_rank(big, 8, "zero1", "deepspeed")
+    assert (amp["params"], amp["grads"], amp["optim"]) == (4 * big, 4 * big, 8 * big // 8)       # 63 GB
+    assert (ds["params"], ds["grads"], ds["optim"]) == (2 * big, 2 * big, 12 * big // 8)         # 38.5 GB
+    assert amp["total"] == 63 * 10**9 and ds["total"] == 38.5 * 10**9
+    with pytest.raises(ValueError, match="'amp'.*'deepspeed'"):
+        memory_per_rank(big, 8, "zero1", "mixed")          # which mixed precision? the calculator asks
+    # the gathered layer: DeepSpeed's estimator counts 4 B per parameter of the largest layer; FSDP2 two layers
+    layer = 10_000
+    assert memory_per_rank(big, 8, "zero3", "deepspeed", layer=layer)["gathered"] == 4 * layer
+    assert memory_per_rank(big, 8, "zero3", "amp", layer=layer)["gathered"] == 2 * 2 * layer
+    assert memory_per_rank(big, 8, "zero3", "fp32", layer=layer)["gathered"] == 2 * 4 * layer
+    assert memory_per_rank(big, 8, "zero1", "amp", layer=layer)["gathered"] == 0
+
+
+def test_the_largest_ranks_share_when_n_does_not_divide_the_tensors():
+    model = make_model()                                 # 8 × (512×512 weight + 512 bias)
+    psi = model_parameters()
+    z1 = memory_per_rank(model, 3, "zero1")["optim"]
+    assert z1 == 8 * 3 * 512 * 512                       # rank 0: three whole weights (the rule, by hand)
+    assert z1 > math.ceil(8 * psi / 3)                   # more than the average a count alone gives
+    fs = memory_per_rank(model, 3, "fsdp2")["params"]
+    assert fs == 4 * 8 * (171 * 512 + 171)               # torch.chunk: rank 0 gets ceil(512 / 3) = 171 rows
+    assert memory_per_rank(model, 4, "fsdp2")["params"] == memory_per_rank(psi, 4, "fsdp2")["params"]  # N divides
+    assert memory_per_rank(model, 3, "zero1", "deepspeed")["optim"] == 12 * math.ceil(psi / 3)  # one flat buffer
 
 
 def test_bad_input_names_the_fix():
     with pytest.raises(ValueError, match="choose one of"):
         memory_per_rank(10, 2, "zero4")
-    with pytest.raises(ValueError, match="precision 'fp32' or 'mixed'"):
+    with pytest.raises(ValueError, match="'fp32', 'amp'"):
         memory_per_rank(10, 2, "ddp", "fp8")
     with pytest.raises(ValueError, match="positive int"):
         memory_per_rank(10, 0)
@@ -46,10 +70,46 @@ def test_measured_bytes_equal_the_calculator_and_training_equals_one_process():
     rows = run_sharding(world_sizes=(2,), layers=2, width=64, batch=16)
     assert {r["strategy"] for r in rows} == {"ddp", "zero1", "fsdp2", "tp"}
     for r in rows:
-        assert {k: r["measured_bytes"][k] for k in ("params", "grads", "optim")} == r["predicted_bytes"], r["strategy"]
+        assert r["measured_bytes"] == r["predicted_bytes"], r["strategy"]
         assert r["bytes_equal_on_all_ranks"] and r["max_abs_diff_vs_unsharded"] < 1e-5, r["strategy"]
-    fsdp = next(r for r in rows if r["strategy"] == "fsdp2")
-    assert fsdp["measured_bytes"]["params"] == 4 * model_parameters(2, 64) // 2
+    by = {r["strategy"]: r for r in rows}
+    psi = model_parameters(2, 64)
+    assert by["fsdp2"]["measured_bytes"]["params"] == 4 * psi // 2
+    assert by["fsdp2"]["measured_bytes"]["gathered"] == 2 * 4 * (64 * 64 + 64)   # two layers whole at the peak
+    assert by["ddp"]["comm"]["calls"] == {"allreduce_": 1}       # a steady step: no bucket-rebuild broadcasts
+    assert by["ddp"]["ddp_buckets"] == {"buckets": 4 * psi, "grads_are_buckets": True}
+
+
+def test_on_three_ranks_the_largest_rank_holds_what_the_calculator_says():
+    """N does not divide the tensors: the largest rank's bytes equal memory_per_rank given the model, not Ψ/N."""
+    rows = run_sharding(world_sizes=(3,), strategies=("zero1", "fsdp2"), layers=2, width=64, batch=12)
+    for r in rows:
+        assert r["measured_bytes"] == r["predicted_bytes"], r["strategy"]
+        assert not r["bytes_equal_on_all_ranks"]
+    z1 = next(r for r in rows if r["strategy"] == "zero1")
+    assert z1["measured_bytes"]["optim"] > math.ceil(8 * model_parameters(2, 64) / 3)
+
+
+def test_pytorch_mixed_precision_keeps_fp32_state_and_fsdp2_gathers_bf16():
+    rows = run_sharding(world_sizes=(2,), strategies=("ddp", "fsdp2"), layers=2, width=64, batch=16, precision="amp")
+    psi = model_parameters(2, 64)
+    for r in rows:
+        assert r["measured_bytes"] == r["predicted_bytes"], r["strategy"]
+    by = {r["strategy"]: r for r in rows}
+    assert by["ddp"]["measured_bytes"]["params"] == by["ddp"]["measured_bytes"]["grads"] == 4 * psi
+    assert by["fsdp2"]["measured_bytes"]["gathered"] == 2 * 2 * (64 * 64 + 64)
+    assert by["fsdp2"]["comm"]["payload"]["_allgather_base_"] == 2 * 2 * psi   # gathered twice, in bf16
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run tests/gpu/run.sh there)")
+def test_nccl_ranks_are_bound_to_their_own_gpu():
+    """The launcher passes device_id to init_process_group: nccl binds rank r to cuda:r instead of guessing."""
+    from helpers.dist import launch, workers
+
+    n = min(2, torch.cuda.device_count())
+    who = launch(workers.whoami, n, backend="nccl", verbose=False, timeout=120)
+    assert [w["bound_device"] for w in who] == [f"cuda:{r}" for r in range(n)]
 
 
 def test_tensor_parallel_block_equals_the_unsplit_block_with_one_all_reduce_each_way():
@@ -59,22 +119,66 @@ def test_tensor_parallel_block_equals_the_unsplit_block_with_one_all_reduce_each
     assert r0["forward"]["calls"] == {"all_reduce": 1} and r0["backward"]["calls"] == {"all_reduce": 1}
 
 
-def test_zero1_partition_exercise_accepts_the_rule_and_refuses_near_misses():
-    def right(numels, n):
-        ranks = [0] * n
-        for k in sorted(numels, reverse=True):
-            ranks[ranks.index(min(ranks))] += k
-        return ranks
+def _right(numels, n):
+    ranks = [0] * n
+    for k in sorted(numels, reverse=True):
+        ranks[ranks.index(min(ranks))] += k
+    return ranks
 
-    def even_split(numels, n):  # Ψ/N: what ZeroRedundancyOptimizer does not do
-        return [sum(numels) // n + (i < sum(numels) % n) for i in range(n)]
 
-    def in_order(numels, n):    # greedy, but without sorting first
-        ranks = [0] * n
-        for k in numels:
-            ranks[ranks.index(min(ranks))] += k
-        return ranks
+def test_zero1_partition_exercise_accepts_the_rule():
+    assert verify("09.zero1_partition", _right)[0]
 
-    assert verify("09.zero1_partition", right)[0]
-    assert not verify("09.zero1_partition", even_split)[0]
-    assert not verify("09.zero1_partition", in_order)[0]
+
+def _even_split(numels, n):  # Ψ/N: what ZeroRedundancyOptimizer does not do
+    return [sum(numels) // n + (i < sum(numels) % n) for i in range(n)]
+
+
+def _in_order(numels, n):    # greedy, but without sorting first
+    ranks = [0] * n
+    for k in numels:
+        ranks[ranks.index(min(ranks))] += k
+    return ranks
+
+
+def _ties_to_the_last(numels, n):  # sorted and greedy, but a tie goes to the highest rank
+    ranks = [0] * n
+    for k in sorted(numels, reverse=True):
+        low = min(ranks)
+        ranks[max(i for i, v in enumerate(ranks) if v == low)] += k
+    return ranks
+
+
+def _round_robin(numels, n):  # sorted, then dealt like cards: counts tensors, not elements
+    ranks = [0] * n
+    for i, k in enumerate(sorted(numels, reverse=True)):
+        ranks[i % n] += k
+    return ranks
+
+
+_TABLE = {(tuple([262144] * 8 + [512] * 8), 3): [786432, 786432, 528384], ((10, 7, 7, 3, 1), 2): [14, 14],
+          ((5, 5, 5, 5), 4): [5, 5, 5, 5], ((100, 1, 1, 1, 1, 1), 3): [100, 3, 2], ((8, 6, 4, 4, 2), 3): [8, 8, 8],
+          ((3, 9, 1, 9), 2): [12, 10], ((4, 2), 5): [4, 2, 0, 0, 0], ((7,), 1): [7]}
+
+
+def _table(numels, n):  # the fixed cases answered from a table, Ψ/N for anything else
+    return _TABLE.get((tuple(numels), n)) or _even_split(numels, n)
+
+
+def _calls_the_course(numels, n):
+    from helpers.sharding.shares import _zero1_ranks
+    return _zero1_ranks(numels, n)
+
+
+def _through_the_calculator(numels, n):
+    from helpers.sharding import largest_share
+    from helpers.sharding import shares
+    return shares._zero1_ranks(numels, n) if largest_share([(k,) for k in numels], n, "whole") else []
+
+
+@pytest.mark.parametrize("wrong", [_even_split, _in_order, _ties_to_the_last, _round_robin, _table, _calls_the_course,
+                                   _through_the_calculator])
+def test_zero1_partition_exercise_refuses_plausible_wrong_answers(wrong):
+    assert all(_right(list(k), n) == v for (k, n), v in _TABLE.items())   # the table is right where it answers
+    ok, msg = verify("09.zero1_partition", wrong)
+    assert not ok, wrong.__name__

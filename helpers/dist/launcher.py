@@ -94,8 +94,10 @@ def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int,
             torch.cuda.set_device(device)
         fn = pickle.loads(fn_bytes)  # here, not in spawn's bootstrap, so an import failure is reported
         store = dist.TCPStore(HOST, port, world_size, False, timedelta(seconds=timeout_s))
+        # device_id: nccl binds this rank's communicator to its own GPU instead of guessing one from the rank
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
-                                timeout=timedelta(seconds=timeout_s))
+                                timeout=timedelta(seconds=timeout_s),
+                                device_id=device if device.type == "cuda" else None)
         result = fn(rank, world_size, *args)
         buf = io.BytesIO()
         torch.save(result, buf)

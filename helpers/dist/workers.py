@@ -15,9 +15,10 @@ from .ranks import local_device
 
 
 def whoami(rank: int, world_size: int) -> dict:
-    """Rank, world size, backend and process id of each rank (03)."""
+    """Rank, world size, backend and process id of each rank, and the device its process group is bound to (03, 09)."""
+    bound = getattr(dist.group.WORLD, "bound_device_id", None)
     return {"rank": rank, "world_size": world_size, "backend": dist.get_backend(), "pid": os.getpid(),
-            "threads": torch.get_num_threads()}
+            "threads": torch.get_num_threads(), "bound_device": None if bound is None else str(bound)}
 
 
 def all_reduce_sum(rank: int, world_size: int) -> float:

@@ -5,4 +5,5 @@
 from .instruments import *  # noqa: F401,F403
 from .plots import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403
+from .shares import *  # noqa: F401,F403
 from .strategies import *  # noqa: F401,F403

@@ -1,7 +1,7 @@
-"""Sharding, measured: exact bytes each rank holds, the collectives each step sends, step times (09).
+"""Sharding, measured: exact bytes of training state each rank holds, the collectives each step sends, step times (09).
 
 The instruments of notebook 09: they train the recipe's strategies (DDP, ZeRO-1, FSDP2, tensor
-parallelism) on real processes, count every byte of parameters, gradients and optimizer state a
+parallelism) on real processes, count the bytes of parameters, gradients and optimizer state a
 rank holds (a DTensor's local shard, a ZeRO partition's state), record each collective with its
 payload (:class:`CollectiveBytes`) and time the steps.
 """
@@ -16,12 +16,13 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.debug import CommDebugMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..core.measure import fit_alpha_beta
 from ..dist.ranks import agree, local_device
 from .recipe import make_model, shard_ddp, shard_fsdp2, shard_tp, shard_zero1
 
-__all__ = ["WIRE_FACTOR", "CollectiveBytes", "local_tensor", "rank_bytes", "synthetic_regression", "train_step",
+__all__ = ["WIRE_FACTOR", "CollectiveBytes", "local_tensor", "rank_bytes", "ddp_bucket_bytes", "GatheredPeak", "synthetic_regression", "train_step",
            "reference_parameters", "full_parameters", "fit_link", "comm_seconds", "FAMILY", "BUILDERS", "best_time"]
 
 # the share of a collective's payload each rank sends with ring algorithms, times (N - 1)/N
@@ -75,9 +76,11 @@ def _nbytes(tensors) -> int:
 
 
 def rank_bytes(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
-    """Exact bytes this rank holds: parameters, gradients, optimizer state, Adam's scalar step counters (09).
+    """Bytes of the parameter, gradient and optimizer-state tensors this rank holds, and Adam's scalar step counters (09).
 
     For ZeRO-1 the state is that of this rank's partition (``opt.optim``); for DTensors the local shard.
+    Nothing else: not activations, DDP's buckets (see :func:`ddp_bucket_bytes`), FSDP's gathered
+    layers (see :class:`GatheredPeak`), the allocator's cache.
     """
     state = getattr(opt, "optim", opt).state  # ZeroRedundancyOptimizer wraps the local optimizer
     tensors = [v for s in state.values() for v in s.values() if isinstance(v, torch.Tensor)]
@@ -87,26 +90,78 @@ def rank_bytes(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
             "optim_scalars": _nbytes(t for t in tensors if t.dim() == 0)}
 
 
+def ddp_bucket_bytes(net: nn.Module) -> dict[str, int]:
+    """Bytes of DDP's gradient buckets, as DDP reports them (``_get_ddp_logging_data``), and whether the gradients
+    are views into them (``gradient_as_bucket_view=True``: the gradients' storages are the buckets) (09)."""
+    data = net._get_ddp_logging_data()
+    sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""
+    bucket = sum(int(x) for x in str(sizes).split(",") if x.strip())
+    storages = {p.grad.untyped_storage().data_ptr(): p.grad.untyped_storage().nbytes()
+                for p in net.module.parameters() if p.grad is not None}
+    return {"buckets": bucket, "grads_are_buckets": bool(data.get("gradient_as_bucket_view"))
+            and sum(storages.values()) == bucket}
+
+
+def _gathered_now(model: nn.Module) -> int:
+    """Bytes of whole (gathered) parameters FSDP2 holds right now: unsharded parameters and pending all-gather outputs."""
+    seen: dict[int, int] = {}
+    for m in model.modules():
+        state = m._get_fsdp_state() if hasattr(m, "_get_fsdp_state") else None
+        group = getattr(state, "_fsdp_param_group", None)
+        if group is None:
+            continue
+        tensors = [getattr(fp, "_unsharded_param", None) for fp in group.fsdp_params]
+        if getattr(group, "_all_gather_result", None) is not None:
+            tensors.append(group._all_gather_result.all_gather_output)
+        for t in tensors:
+            if t is not None:
+                st = t.untyped_storage()
+                seen[st.data_ptr()] = st.nbytes()
+    return sum(v for k, v in seen.items() if k)
+
+
+class GatheredPeak(TorchDispatchMode):
+    """The most bytes of gathered FSDP2 parameters alive at once, looked at after every op of a step (09).
+
+    Reads FSDP2's internals (``_fsdp_param_group``, ``_unsharded_param``, ``_all_gather_result``);
+    ``peak`` stays 0 where they are not there (another torch version, or no FSDP2).
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model, self.peak = model, 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 (the dispatcher's signature)
+        out = func(*args, **(kwargs or {}))
+        try:
+            self.peak = max(self.peak, _gathered_now(self.model))
+        except (AttributeError, RuntimeError):
+            pass
+        return out
+
+
 def synthetic_regression(batch: int, width: int = 512, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """A fixed random batch of inputs and regression targets (09)."""
     g = torch.Generator().manual_seed(seed)
     return torch.randn(batch, width, generator=g), torch.randn(batch, width, generator=g)
 
 
-def train_step(net: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> None:
-    """One Adam step on the mean squared error (09)."""
+def train_step(net: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, amp: bool = False) -> None:
+    """One Adam step on the mean squared error; ``amp``: the forward under ``torch.autocast`` in bf16, the loss in fp32 (09)."""
     opt.zero_grad(set_to_none=True)
-    nn.functional.mse_loss(net(x), y).backward()
+    with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp):
+        out = net(x)
+    nn.functional.mse_loss(out.float(), y).backward()
     opt.step()
 
 
-def reference_parameters(layers: int, width: int, batch: int, steps: int, lr: float) -> list[torch.Tensor]:
+def reference_parameters(layers: int, width: int, batch: int, steps: int, lr: float, amp: bool = False) -> list[torch.Tensor]:
     """The unsharded model's parameters after ``steps`` Adam steps on the whole batch, in one process (09)."""
     model = make_model(layers, width)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     x, y = synthetic_regression(batch, width)
     for _ in range(steps):
-        train_step(model, opt, x, y)
+        train_step(model, opt, x, y, amp)
     return [p.detach().clone() for p in model.parameters()]
 
 

@@ -1,6 +1,7 @@
 """Notebook 09 (sharding): its exercises and its benchmark."""
 from __future__ import annotations
 
+import random
 from typing import Callable
 
 from ..core.checks import Exercise
@@ -12,40 +13,64 @@ from .strategies import run_sharding, run_tp_block
 NOTEBOOK = "09_sharding"
 
 
+def _partition_cases() -> list[tuple[list[int], int]]:
+    """Ties, one rank, more ranks than tensors, our model on 3 ranks, and fresh random models at every check (09)."""
+    fixed = [([262144] * 8 + [512] * 8, 3), ([10, 7, 7, 3, 1], 2), ([5, 5, 5, 5], 4), ([100, 1, 1, 1, 1, 1], 3),
+             ([8, 6, 4, 4, 2], 3), ([3, 9, 1, 9], 2), ([4, 2], 5), ([7], 1)]
+    rnd = random.Random()  # new cases at every check: a table of answers cannot pass
+    return fixed + [([rnd.choice((1, 2, 3, 4, 6, 8, 16, 64, 100)) * rnd.randint(1, 9) for _ in range(rnd.randint(1, 14))],
+                     rnd.randint(1, 6)) for _ in range(30)]
+
+
+def _partition_rule(numels: list[int], n: int) -> list[int]:
+    """The check's copy of ZeroRedundancyOptimizer's rule (09)."""
+    want = [0] * n
+    for k in sorted(numels, reverse=True):  # torch: largest tensor first, to the least-loaded rank (lowest on ties)
+        want[want.index(min(want))] += k
+    return want
+
+
 def _partition_behaviour(fn: Callable) -> str | None:
     """The student's ``zero1_partition(numels, world_size)`` against ZeroRedundancyOptimizer's rule (09)."""
-    cases = [([262144] * 8 + [512] * 8, 3), ([10, 7, 7, 3, 1], 2), ([5, 5, 5, 5], 4), ([100, 1, 1, 1, 1, 1], 3),
-             ([8, 6, 4, 4, 2], 3), ([3, 9, 1, 9], 2)]
-    for numels, n in cases:
-        want = [0] * n
-        for k in sorted(numels, reverse=True):  # torch: largest tensor first, to the least-loaded rank (lowest on ties)
-            want[want.index(min(want))] += k
+    from . import shares
+
+    for numels, n in _partition_cases():
+        want = _partition_rule(numels, n)
+        shares._zero1_watch = called = []
         try:
             got = fn(list(numels), n)
         except Exception as e:  # noqa: BLE001 (a student's bug, reported in words)
             return f"your function raised {type(e).__name__}: {e} for numels={numels}, world_size={n}"
+        finally:
+            shares._zero1_watch = None
+        if called:
+            return ("zero1_partition calls the course's own partition (memory_per_rank or the rule behind it): the "
+                    "exercise is to write the rule yourself, from numels and world_size")
         if not isinstance(got, (list, tuple)) or len(got) != n:
             return f"for world_size={n} return a list of {n} numbers (elements per rank); got {got!r}"
         if sum(got) != sum(numels):
             return f"for numels={numels} your ranks hold {sum(got)} elements in all, not {sum(numels)}"
         if list(got) != want:
-            return (f"for numels={numels}, world_size={n} the split differs from ZeroRedundancyOptimizer's: it hands "
-                    "out whole tensors, largest first, each to the rank holding the fewest elements so far")
+            return (f"for numels={numels}, world_size={n} your split {list(got)} differs from "
+                    "ZeroRedundancyOptimizer's: which tensor does it place first, and on which rank?")
     return None
 
 
 EXERCISES = [
     Exercise("09.replica_gb_13b", "int", digest="b2b31f2bb4f464b76a5e9e8f2c3280d22d62cf33716082628b15ec9b642f8b9d",
-             hint="Mixed precision with Adam: add up the bytes per parameter of the weights, the gradients, the fp32 "
-                  "master copy and Adam's two moments, then multiply by 13 billion (answer in GB, 10⁹ bytes).",
-             why="16 bytes per parameter before a single activation: no single GPU holds a 13B model's training state."),
+             hint="Section 1's table: what do parameters, gradients and Adam's state cost per parameter under each "
+                  "accounting, and what does DDP divide? (answer in GB, 10⁹ bytes)",
+             why="16 bytes per parameter under either accounting, before a single activation: no single GPU holds a "
+                 "13B model's training state."),
     Exercise("09.zero3_gb_13b_16", "int", digest="6f06352e3668f70c8b52430dacd5658fe582a680e96f7ec3003371c4c7a41d7f",
-             hint="ZeRO-3 divides all three parts by the number of GPUs (answer in GB).",
-             why="Sharded sixteen ways the state fits a 40 GB GPU with room for activations; ZeRO-1 alone would leave "
-                 "the 52 GB of half-precision weights and gradients whole on every GPU."),
+             hint="Which of the three parts does ZeRO-3 shard? (answer in GB)",
+             why="The same under either accounting. Sharded sixteen ways the state leaves most of a 40 GB GPU for "
+                 "the gathered layers and activations; ZeRO-1 alone would leave the weights and gradients whole on "
+                 "every GPU: 52 GB in DeepSpeed's fp16 accounting, 104 GB in PyTorch's fp32 one."),
     Exercise("09.zero1_partition", "code", behaviour=_partition_behaviour,
-             hint="ZeroRedundancyOptimizer never cuts a tensor: it sorts them from largest to smallest and gives each "
-                  "to the rank that holds the fewest elements so far (the lowest rank on a tie).",
+             hint="Read ZeroRedundancyOptimizer._partition_parameters in torch/distributed/optim/"
+                  "zero_redundancy_optimizer.py: in which order does it take the tensors, and how does it pick the rank "
+                  "for each?",
              why="Whole tensors balance well when there are many of similar size; with 3 ranks and 8 equal weights "
                  "one rank gets less, so the per-rank bytes are not Ψ/N exactly."),
 ]
@@ -60,6 +85,7 @@ def bench_sharding(repeats: int = 5) -> dict:
     for r in rows:
         out = {k: r[k] for k in keep}
         out["measured_bytes"] = {k: r["measured_bytes"][k] for k in ("params", "grads", "optim")}
+        out["predicted_bytes"] = {k: r["predicted_bytes"][k] for k in ("params", "grads", "optim")}
         out["wire_bytes_per_step"] = round(r["comm"]["wire_bytes"])
         out["step_s"] = round(r["step_s"], 5) if "step_s" in r else None
         out["predicted_step_s"] = round(r["predicted_step_s"], 5) if "predicted_step_s" in r else None

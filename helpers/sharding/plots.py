@@ -9,35 +9,44 @@ from ..core.plots import finish
 
 __all__ = ["plot_memory", "plot_step_times"]
 
-PARTS = ("params", "grads", "optim")
+PARTS = ("params", "grads", "optim", "gathered")
 NAMES = {"ddp": "DDP", "zero1": "ZeRO-1", "fsdp2": "FSDP2", "tp": "TP"}
 
 
+def _first(seen: set, label: str) -> str | None:
+    """``label`` the first time, ``None`` after: one legend entry per part."""
+    if label in seen:
+        return None
+    seen.add(label)
+    return label
+
+
 def plot_memory(rows: list[dict], label: str = "") -> Figure | None:
-    """Stacked bars of parameter, gradient and optimizer bytes on one rank, per strategy and world size;
-    a black tick marks the calculator's total (09)."""
+    """Stacked bars of parameter, gradient, optimizer and gathered-layer bytes on the largest rank, per strategy and
+    world size; a black tick marks the calculator's total (09)."""
     strategies = list(dict.fromkeys(r["strategy"] for r in rows))
     sizes = sorted({r["world_size"] for r in rows})
-    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    fig, ax = plt.subplots(figsize=(9.0, 3.4))
     width = 0.8 / len(sizes)
+    seen: set = set()
     for j, n in enumerate(sizes):
         for i, s in enumerate(strategies):
             r = next(r for r in rows if r["strategy"] == s and r["world_size"] == n)
             x, bottom = i + (j - (len(sizes) - 1) / 2) * width, 0.0
             for k, part in enumerate(PARTS):
-                mb = r["measured_bytes"][part] / 1e6
+                mb = r["measured_bytes"].get(part, 0) / 1e6
                 ax.bar(x, mb, width * 0.92, bottom=bottom, color=f"C{k}", alpha=0.45 + 0.55 * (j + 1) / len(sizes),
-                       label=f"{part} (measured)" if (i, j) == (0, 0) else None)
+                       label=_first(seen, f"{part} (measured)") if mb else None)
                 bottom += mb
-            pred = sum(r["predicted_bytes"][p] for p in PARTS) / 1e6
+            pred = sum(r["predicted_bytes"].get(p, 0) for p in PARTS) / 1e6
             ax.plot([x - width * 0.45, x + width * 0.45], [pred, pred], color="black", lw=1.5,
                     label="calculator's total" if (i, j) == (0, 0) else None)
-            ax.text(x, bottom, f"N={n}", ha="center", va="bottom", fontsize=6)
+            ax.text(x, bottom, f"N={n}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(strategies)), [NAMES.get(s, s) for s in strategies])
-    ax.set(ylabel="MB on one rank", title="what one rank holds: parameters + gradients + Adam state")
+    ax.set(ylabel="MB on the largest rank", title="what a rank holds: parameters + gradients + Adam state (+ gathered layers)")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return finish(fig, label)
 
 
@@ -55,10 +64,11 @@ def plot_step_times(rows: list[dict], label: str = "") -> Figure | None:
     ax.bar(x + 0.2, [1e3 * r["predicted_step_s"] for r in timed], 0.4, label="predicted", color="C1", alpha=0.7)
     for xi, r in zip(x, timed):
         ax.text(xi, 1e3 * max(r["step_s"], r["predicted_step_s"]), f"{r['predicted_step_s'] / r['step_s'] - 1:+.0%}",
-                ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(x, names, fontsize=7)
-    ax.set(ylabel="ms per training step", title="step time: measured, and predicted from parts")
-    ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
+                ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, names, fontsize=8)
+    ax.set(ylabel="ms per training step",
+           title="step time, measured and predicted from parts\n(label: predicted ÷ measured − 1; − = under-predicted)")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.3)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
     return finish(fig, label)

@@ -1,8 +1,9 @@
 """Sharding: the memory and communication arithmetic notebook 09 teaches, and the few lines that shard a model (09).
 
 - :func:`memory_per_rank`: bytes of parameters, gradients and optimizer state each rank holds,
-  for DDP, ZeRO-1/2/3, FSDP2 and tensor parallelism (16 bytes per parameter with Adam, whether
-  fp32 or mixed precision: what changes is which of them a strategy divides by N).
+  for DDP, ZeRO-1/2/3, FSDP2 and tensor parallelism, and the layer ZeRO-3/FSDP gathers whole,
+  under a named accounting: ``"fp32"``, ``"amp"`` (PyTorch's mixed precision: fp32 state) or
+  ``"deepspeed"`` (the ZeRO paper's fp16 weights with fp32 master copy).
 - :func:`comm_per_step` and :func:`comm_time`: bytes each rank sends per step, and the α–β
   estimate of their time on a named interconnect (:data:`INTERCONNECTS`).
 - :func:`make_model`, :func:`shard_ddp`, :func:`shard_zero1`, :func:`shard_fsdp2`, :func:`shard_tp`: the
@@ -15,13 +16,26 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["BYTES_PER_PARAM", "SHARDED", "STRATEGIES", "INTERCONNECTS", "memory_per_rank", "comm_per_step",
+from .shares import COMPUTE_BYTES, _how_split, _shapes, gathered_bytes, largest_share
+
+__all__ = ["BYTES_PER_PARAM", "COMPUTE_BYTES", "PRECISIONS", "SHARDED", "STRATEGIES", "INTERCONNECTS", "memory_per_rank", "comm_per_step",
            "comm_time", "make_model", "model_parameters", "shard_ddp", "shard_zero1", "shard_fsdp2", "tp_plan", "shard_tp"]
 
-# bytes per parameter for (parameters, gradients, optimizer state); "mixed": bf16/fp16 weights and gradients,
-# the optimizer keeping an fp32 master copy (4 B) besides its state (ZeRO paper, Rajbhandari et al. 2020, §3)
+# Bytes per parameter for (parameters, gradients, optimizer state), by accounting (the `precision` argument):
+# - "fp32": plain fp32 training.
+# - "amp": PyTorch's mixed precision, torch.autocast or FSDP2's MixedPrecisionPolicy: parameters, gradients and the
+#   optimizer stay fp32; the layers compute on bf16/fp16 copies made per op (autocast casts the weights as each op
+#   runs) or per layer (FSDP2 all-gathers a layer in param_dtype and frees it after). Same 16 B with Adam as fp32.
+#   https://pytorch.org/docs/stable/amp.html, https://pytorch.org/docs/stable/distributed.fsdp.fully_shard.html
+# - "deepspeed": the ZeRO paper's accounting (Rajbhandari et al. 2020, §3.1, https://arxiv.org/abs/1910.02054), that of
+#   DeepSpeed's fp16 optimizer: fp16 parameters and gradients, the optimizer keeping an fp32 master copy (4 B)
+#   besides Adam's two moments (8 B): 2 + 2 + 12.
 BYTES_PER_PARAM = {("fp32", "adam"): (4, 4, 8), ("fp32", "sgd"): (4, 4, 0),
-                   ("mixed", "adam"): (2, 2, 12), ("mixed", "sgd"): (2, 2, 4)}
+                   ("amp", "adam"): (4, 4, 8), ("amp", "sgd"): (4, 4, 0),
+                   ("deepspeed", "adam"): (2, 2, 12), ("deepspeed", "sgd"): (2, 2, 4)}
+# COMPUTE_BYTES (in .shares): bytes per element the layers compute in, what ZeRO-3/FSDP gathers whole
+# (FSDP2: MixedPrecisionPolicy(param_dtype=bf16))
+PRECISIONS = ("fp32", "amp", "deepspeed")
 # what each strategy divides by the number of ranks N
 SHARDED = {"ddp": (), "zero1": ("optim",), "zero2": ("optim", "grads"), "zero3": ("optim", "grads", "params"),
            "fsdp2": ("optim", "grads", "params"), "tp": ("optim", "grads", "params")}
@@ -43,30 +57,45 @@ def _check(strategy: str, precision: str, optimizer: str, world_size: int) -> No
     if strategy not in SHARDED:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     if (precision, optimizer) not in BYTES_PER_PARAM:
-        raise ValueError(f"unknown precision/optimizer {precision!r}/{optimizer!r}; precision 'fp32' or 'mixed', "
-                         "optimizer 'adam' or 'sgd'")
+        raise ValueError(f"unknown precision/optimizer {precision!r}/{optimizer!r}; precision names the accounting: "
+                         "'fp32', 'amp' (PyTorch's autocast or FSDP2's MixedPrecisionPolicy: fp32 parameters, gradients "
+                         "and optimizer state) or 'deepspeed' (fp16 parameters and gradients, fp32 master copy in the "
+                         "optimizer); optimizer 'adam' or 'sgd'")
     if not isinstance(world_size, int) or world_size < 1:
         raise ValueError(f"world_size must be a positive int, got {world_size!r}")
 
 
-def memory_per_rank(params: int, world_size: int = 1, strategy: str = "ddp", precision: str = "fp32",
-                    optimizer: str = "adam", replicated: int = 0) -> dict[str, int]:
-    """Bytes of parameters, gradients and optimizer state on each rank, and their total (09).
+def memory_per_rank(params: int | nn.Module | list, world_size: int = 1, strategy: str = "ddp", precision: str = "fp32",
+                    optimizer: str = "adam", replicated: int = 0, layer: int | nn.Module = 0) -> dict[str, int]:
+    """Bytes one rank holds (the largest rank's, when they differ): parameters, gradients, optimizer state,
+    the layer ZeRO-3/FSDP gathers, and their total (09).
 
-    ``params`` is Ψ. A sharded part holds ``ceil(bytes · Ψ / N)`` per rank: exact when N divides the
-    sharded tensors evenly (FSDP2 cuts each tensor's first dimension; ZeRO-1 in torch hands out
-    whole tensors), the largest rank's share otherwise. ``replicated``: parameters a strategy
-    leaves whole on every rank (tensor parallelism keeps row-wise biases and norms whole).
+    It counts those tensors only: not activations, DDP's communication buckets, the allocator's cache.
+    ``precision`` names the accounting (:data:`BYTES_PER_PARAM`): ``"fp32"``; ``"amp"``, PyTorch's
+    autocast or FSDP2 ``MixedPrecisionPolicy`` (fp32 state, bf16 compute); ``"deepspeed"``, the ZeRO
+    paper's (fp16 weights and gradients, fp32 master copy in the optimizer).
+    ``params``: Ψ, or the model (or its tensors' shapes) to get the largest rank's share when N
+    does not divide the tensors: FSDP cuts each tensor's first dimension (``torch.chunk``: rank 0 gets
+    the most), torch's ZeRO-1 hands out whole tensors, DeepSpeed pads one flat buffer. From Ψ alone a
+    sharded part is ``ceil(bytes · Ψ / N)``: exact only when the ranks' shares come out equal.
+    ``replicated``: parameters tensor parallelism leaves whole on every rank (row-wise biases).
+    ``layer``: the largest unit ZeRO-3/FSDP gathers whole (its parameter count, or the module);
+    ``gathered``: :func:`gathered_bytes` (FSDP2: two such layers in compute precision, one on one rank).
     Adam's per-tensor ``step`` counters (a few bytes per tensor) are left out.
     """
     _check(strategy, precision, optimizer, world_size)
+    shapes = _shapes(params)  # None when params is a count
+    psi = params if shapes is None else sum(math.prod(s) for s in shapes)
     out = {}
     for part, per in zip(("params", "grads", "optim"), BYTES_PER_PARAM[(precision, optimizer)]):
-        if part in SHARDED[strategy]:
-            out[part] = math.ceil(per * (params - replicated) / world_size) + per * replicated
+        if part not in SHARDED[strategy]:
+            out[part] = per * psi
+        elif shapes is None:
+            out[part] = math.ceil(per * (psi - replicated) / world_size) + per * replicated
         else:
-            out[part] = per * params
-    out["total"] = out["params"] + out["grads"] + out["optim"]
+            out[part] = per * largest_share(shapes, world_size, _how_split(strategy, part, precision))
+    out["gathered"] = gathered_bytes(layer, world_size, precision) if strategy in ("zero3", "fsdp2") else 0
+    out["total"] = out["params"] + out["grads"] + out["optim"] + out["gathered"]
     return out
 
 
@@ -74,23 +103,30 @@ def comm_per_step(params: int, world_size: int, strategy: str = "ddp", precision
                   tp_activation_bytes: int = 0, tp_blocks: int = 0) -> dict[str, float]:
     """Bytes each rank sends per training step with ring collectives, by collective (09).
 
-    Ring all-reduce sends ``2 (N − 1)/N`` of its message, all-gather and reduce-scatter
-    ``(N − 1)/N``. Textbook numbers (ZeRO paper, §7): DDP, ZeRO-1 and ZeRO-2 move 2Ψ per step
-    (an all-reduce is a reduce-scatter plus an all-gather); ZeRO-3/FSDP move 3Ψ (parameters
-    all-gathered in forward and again in backward, gradients reduce-scattered), times
-    ``(N − 1)/N`` and the bytes per element. torch's ``ZeroRedundancyOptimizer`` keeps DDP's
-    all-reduce and broadcasts the updated shards: 3Ψ, as FSDP. Tensor parallelism all-reduces
+    Ring all-reduce sends ``2 (N − 1)/N`` of its message, all-gather, reduce-scatter and broadcast
+    ``(N − 1)/N``. Textbook numbers (ZeRO paper, §7): DDP moves 2Ψ per step (an all-reduce is a
+    reduce-scatter plus an all-gather), DeepSpeed's ZeRO-1/2 2Ψ too, ZeRO-3/FSDP 3Ψ (parameters
+    all-gathered in forward and again in backward, gradients reduce-scattered), times ``(N − 1)/N``
+    and the bytes per element. PyTorch's ``ZeroRedundancyOptimizer`` ("zero1" with "fp32"/"amp") keeps
+    DDP's all-reduce and broadcasts the updated fp32 parameters: 3Ψ; its "zero2" is FSDP2 with
+    ``reshard_after_forward=False`` (one all-gather). Under "amp" DDP reduces fp32 gradients, FSDP2
+    gathers and reduce-scatters in ``param_dtype`` (bf16). Tensor parallelism all-reduces
     activations instead: two per block (forward, and the input gradient in backward).
     """
     _check(strategy, precision, "adam", world_size)
-    b = BYTES_PER_PARAM[(precision, "adam")][1]  # communication happens in the gradients' precision
+    grad = BYTES_PER_PARAM[(precision, "adam")][1]  # DDP all-reduces the gradients as they are
+    low = COMPUTE_BYTES[precision]                   # FSDP and DeepSpeed move parameters and gradients in it
     f = (world_size - 1) / world_size
     if strategy == "ddp":
-        out = {"all_reduce": 2 * f * params * b}
-    elif strategy in ("zero1", "zero2"):
-        out = {"reduce_scatter": f * params * b, "all_gather": f * params * b}
+        out = {"all_reduce": 2 * f * params * grad}
+    elif strategy in ("zero1", "zero2") and precision == "deepspeed":
+        out = {"reduce_scatter": f * params * low, "all_gather": f * params * low}
+    elif strategy == "zero1":
+        out = {"all_reduce": 2 * f * params * grad, "broadcast": f * params * 4}
+    elif strategy == "zero2":
+        out = {"all_gather": f * params * low, "reduce_scatter": f * params * low}
     elif strategy in ("zero3", "fsdp2"):
-        out = {"all_gather": 2 * f * params * b, "reduce_scatter": f * params * b}
+        out = {"all_gather": 2 * f * params * low, "reduce_scatter": f * params * low}
     else:
         out = {"all_reduce": 2 * tp_blocks * 2 * f * tp_activation_bytes}
     out["total"] = sum(out.values())
@@ -144,20 +180,24 @@ def shard_zero1(model: nn.Module, lr: float = 1e-3) -> tuple[nn.Module, torch.op
     return net, ZeroRedundancyOptimizer(net.parameters(), optimizer_class=torch.optim.Adam, lr=lr)
 
 
-def shard_fsdp2(model: nn.Sequential, mesh, lr: float = 1e-3) -> tuple[nn.Module, torch.optim.Optimizer]:
+def shard_fsdp2(model: nn.Sequential, mesh, lr: float = 1e-3, mp_policy=None) -> tuple[nn.Module, torch.optim.Optimizer]:
     """FSDP2: ``fully_shard`` each layer, then the whole model; parameters become sharded DTensors (09).
 
     Each layer is its own unit: its parameters are all-gathered just before its forward (and again
-    before its backward) and freed after, so only one layer is ever whole on a rank.
+    before its backward) and freed after (``reshard_after_forward=True``, the default). In backward
+    FSDP2 also gathers the next layer ahead of time (prefetch), so two layers can be whole at once.
+    ``mp_policy``: e.g. ``MixedPrecisionPolicy(param_dtype=torch.bfloat16)`` to compute in bf16 on
+    gathered copies while the shards, gradients and Adam stay fp32.
     """
     try:
         from torch.distributed.fsdp import fully_shard
     except ImportError:  # torch < 2.6
         from torch.distributed._composable.fsdp import fully_shard
+    kw = {"mp_policy": mp_policy} if mp_policy is not None else {}
     for layer in model:
         if any(True for _ in layer.parameters()):
-            fully_shard(layer, mesh=mesh)
-    fully_shard(model, mesh=mesh)
+            fully_shard(layer, mesh=mesh, **kw)
+    fully_shard(model, mesh=mesh, **kw)
     return model, torch.optim.Adam(model.parameters(), lr=lr)
 
 
@@ -212,7 +252,8 @@ def _refusing_impossible_counts(fn: Callable[..., dict]) -> Callable[..., dict]:
     @functools.wraps(fn)
     def checked(*args: object, **kwargs: object) -> dict:
         given = signature.bind(*args, **kwargs).arguments
-        _check_params(given["params"], given.get("replicated", 0))
+        if not isinstance(given["params"], (nn.Module, list, tuple)):  # a model or its shapes: counted from them
+            _check_params(given["params"], given.get("replicated", 0))
         return fn(*args, **kwargs)
 
     return checked

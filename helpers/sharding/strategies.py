@@ -19,9 +19,9 @@ from torch.distributed.device_mesh import init_device_mesh
 from ..core.i18n import tr
 from ..core.measure import max_abs_diff
 from ..dist.launcher import launch
-from ..dist.ranks import local_device
-from .instruments import (BUILDERS, CollectiveBytes, best_time, comm_seconds, fit_link, full_parameters, local_tensor, rank_bytes,
-                          reference_parameters, synthetic_regression, train_step)
+from ..dist.ranks import choose_backend, local_device
+from .instruments import (BUILDERS, CollectiveBytes, GatheredPeak, best_time, comm_seconds, ddp_bucket_bytes, fit_link,
+                          full_parameters, local_tensor, rank_bytes, reference_parameters, synthetic_regression, train_step)
 from .recipe import make_model, memory_per_rank, model_parameters, shard_tp
 
 __all__ = ["sharding_worker", "run_sharding", "tp_block_worker", "run_tp_block"]
@@ -42,12 +42,13 @@ def _compute_times(layers: int, width: int, xs: torch.Tensor, ys: torch.Tensor, 
 
 
 def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layers: int, width: int, batch: int,
-                    steps: int, repeats: int, lr: float) -> dict:
+                    steps: int, repeats: int, lr: float, precision: str = "fp32") -> dict:
     """Train each strategy ``steps`` Adam steps; bytes held, collectives of the last step, full parameters, timing (09).
 
     Data-parallel strategies (DDP, ZeRO-1, FSDP2) train on this rank's share of the batch; tensor
-    parallelism on the whole batch (its ranks split the layers, not the data). With ``repeats`` > 0
-    the step is timed, and so are the link (α, β) and the compute no strategy changes.
+    parallelism on the whole batch (its ranks split the layers, not the data). ``precision="amp"``:
+    the forward under ``torch.autocast`` (bf16), FSDP2 with ``MixedPrecisionPolicy(param_dtype=bf16)``.
+    With ``repeats`` > 0 the step is timed, and so are the link (α, β) and the compute no strategy changes.
     """
     # torch's own internals warn here, not our code: FSDP2 calling the collectives it deprecated, and a view
     # returned by the Sequential (harmless: nothing modifies it in place). Keep the notebook's output readable.
@@ -58,21 +59,33 @@ def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layer
     x, y = (t.to(dev) for t in synthetic_regression(batch, width))
     share = batch // world_size
     xs, ys = x[rank * share:(rank + 1) * share], y[rank * share:(rank + 1) * share]
+    amp = precision == "amp"
     out: dict = {"strategies": {}}
     if repeats:
         out["link"] = fit_link(repeats=repeats)
         out["compute"] = _compute_times(layers, width, xs, ys, x, repeats)
     for s in strategies:
         model = make_model(layers, width).to(dev)
-        net, opt = BUILDERS[s](model, lr=lr) if s in ("ddp", "zero1") else BUILDERS[s](model, mesh, lr=lr)
+        if s in ("ddp", "zero1"):
+            net, opt = BUILDERS[s](model, lr=lr)
+        elif s == "fsdp2" and amp:
+            from torch.distributed.fsdp import MixedPrecisionPolicy
+            net, opt = BUILDERS[s](model, mesh, lr=lr, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
+        else:
+            net, opt = BUILDERS[s](model, mesh, lr=lr)
         xb, yb = (x, y) if s == "tp" else (xs, ys)
+        autocast = amp and s != "fsdp2"  # FSDP2 casts by its policy
         for _ in range(steps - 1):
-            train_step(net, opt, xb, yb)
-        with CollectiveBytes() as counter:
-            train_step(net, opt, xb, yb)
-        row = {"measured_bytes": rank_bytes(model, opt), "comm": counter.summary(), "params": full_parameters(model)}
+            train_step(net, opt, xb, yb, autocast)
+        with CollectiveBytes() as counter, GatheredPeak(model) as gathered:
+            train_step(net, opt, xb, yb, autocast)
+        held = rank_bytes(model, opt)
+        held["gathered"] = gathered.peak if s == "fsdp2" else 0
+        row = {"measured_bytes": held, "comm": counter.summary(), "params": full_parameters(model)}
+        if s in ("ddp", "zero1"):
+            row["ddp_buckets"] = ddp_bucket_bytes(net)
         if repeats:
-            row["step_s"] = best_time(lambda: train_step(net, opt, xb, yb), repeats)
+            row["step_s"] = best_time(lambda: train_step(net, opt, xb, yb, autocast), repeats)
         out["strategies"][s] = row
     return out
 
@@ -154,37 +167,51 @@ def _checked(world_sizes: Sequence[int] | int, strategies: Sequence[str] | str, 
 
 def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
                  strategies: Sequence[str] | str = ("ddp", "zero1", "fsdp2", "tp"),
-                 layers: int = 8, width: int = 512, batch: int = 256, steps: int = 2, repeats: int = 0, lr: float = 1e-3,
-                 timeout: float = 240) -> list[dict]:
-    """Every strategy on every world size: rank 0's bytes against the calculator, parameters against unsharded (09).
+                 layers: int = 8, width: int = 512, batch: int = 256, steps: int = 3, repeats: int = 0, lr: float = 1e-3,
+                 timeout: float = 240, precision: str = "fp32") -> list[dict]:
+    """Every strategy on every world size: the largest rank's bytes against the calculator, parameters against unsharded (09).
 
     ``world_sizes``: a tuple of process counts, or one int; ``strategies``: names from ``"ddp"``,
-    ``"zero1"``, ``"fsdp2"``, ``"tp"`` (a tuple, or one name). Every argument is checked before a
-    process starts. Rows: strategy, world_size, measured_bytes (rank 0; every rank holds the same when N divides
-    the tensors), predicted_bytes, max_abs_diff_vs_unsharded (one process, whole batch, same
-    steps), collectives of one step (calls, payload, wire bytes) and, with ``repeats`` > 0,
-    step_s and predicted_step_s. The prediction for N > 1 carries over each strategy's own
-    overhead (hooks, copies, DTensor dispatch: its step time on one process less the plain
-    model's compute there), so give ``world_sizes`` starting with 1 to include it. World sizes
-    with more ranks than cores (or GPUs) are not timed: their processes would take turns.
+    ``"zero1"``, ``"fsdp2"``, ``"tp"`` (a tuple, or one name); ``precision``: ``"fp32"`` or ``"amp"``
+    (PyTorch's mixed precision: autocast in bf16, FSDP2's ``MixedPrecisionPolicy``). Every argument
+    is checked before a process starts. The last of ``steps`` is measured (DDP rebuilds its buckets
+    once, in the second step). Rows: strategy, world_size, measured_bytes (for each part the largest
+    rank's: params, grads, optim, FSDP2's peak of gathered layers), predicted_bytes (the calculator
+    given the model's shapes), bytes_equal_on_all_ranks, max_abs_diff_vs_unsharded (one process, whole
+    batch, same steps and precision), collectives of one step (calls, payload, wire bytes), DDP's
+    buckets (ddp, zero1) and, with ``repeats`` > 0, step_s and predicted_step_s. The prediction for
+    N > 1 carries over each strategy's own overhead (hooks, copies, DTensor dispatch: its step time on
+    one process less the plain model's compute there), so give ``world_sizes`` starting with 1 to
+    include it. World sizes with more ranks than cores (or GPUs) are not timed: their processes would take turns.
     """
     world_sizes, strategies = _checked(world_sizes, strategies, layers, width, batch, steps, repeats, lr)
+    if precision not in ("fp32", "amp"):
+        raise ValueError(f"run_sharding trains in precision 'fp32' or 'amp' (PyTorch's mixed precision); got {precision!r}. "
+                         "'deepspeed' is an accounting of the calculator only")
     psi = model_parameters(layers, width)
-    ref = reference_parameters(layers, width, batch, steps, lr)
+    model = make_model(layers, width)
+    ref = reference_parameters(layers, width, batch, steps, lr, precision == "amp")
+    parts = ("params", "grads", "optim", "gathered")
     rows, overhead = [], {}
     for n in world_sizes:
         timed = repeats if n <= _parallel_slots() else 0  # more processes than cores: timings say nothing
-        res = launch(sharding_worker, n, args=(tuple(strategies), layers, width, batch, steps, timed, lr),
+        res = launch(sharding_worker, n, args=(tuple(strategies), layers, width, batch, steps, timed, lr, precision),
                      timeout=timeout, verbose=False)
         r0 = res[0]
         for s in strategies:
             got = r0["strategies"][s]
-            replicated = layers // 2 * width if s == "tp" else 0  # row-wise biases stay whole on every rank
-            pred = memory_per_rank(psi, n, s, "fp32", "adam", replicated=replicated)
-            row = {"strategy": s, "world_size": n, "measured_bytes": got["measured_bytes"],
-                   "predicted_bytes": {k: pred[k] for k in ("params", "grads", "optim")},
-                   "bytes_equal_on_all_ranks": all(r["strategies"][s]["measured_bytes"] == got["measured_bytes"] for r in res),
+            held = [r["strategies"][s]["measured_bytes"] for r in res]
+            if s == "tp":  # row-wise biases stay whole on every rank
+                pred = memory_per_rank(psi, n, s, precision, "adam", replicated=layers // 2 * width)
+            else:
+                pred = memory_per_rank(model, n, s, precision, "adam", layer=model[0])
+            row = {"strategy": s, "world_size": n, "precision": precision, "backend": choose_backend(n),
+                   "measured_bytes": {k: max(h[k] for h in held) for k in parts},
+                   "predicted_bytes": {k: pred[k] for k in parts},
+                   "bytes_equal_on_all_ranks": all(h == held[0] for h in held),
                    "max_abs_diff_vs_unsharded": max_abs_diff(got["params"], ref), "comm": got["comm"]}
+            if "ddp_buckets" in got:
+                row["ddp_buckets"] = got["ddp_buckets"]
             if timed:
                 row["step_s"] = got["step_s"]
                 if n == 1:
