@@ -49,3 +49,31 @@ def bar_and_return(rank: int, world_size: int, steps: int = 40) -> int:
     for _ in tqdm(range(steps), desc="rank 0 bar", disable=rank != 0, mininterval=0.05):
         time.sleep(0.05)
     return rank
+
+
+
+def checkpoint_per_node(rank: int, world_size: int, root: str) -> dict:
+    """Rank 0 writes a checkpoint; what ``require_same_file`` says on this rank, in three cases (03).
+
+    "shared": every rank reads the same path. "own disk" and "stale" simulate nodes without a shared
+    filesystem: every rank reads its own directory, where rank 1 finds no file, or one from an earlier run.
+    """
+    import torch
+    import torch.distributed as dist
+    from helpers.ddp.recipe import require_same_file
+
+    said = {}
+    for case in ("own disk", "stale", "shared"):
+        path = os.path.join(root, case, "shared" if case == "shared" else f"node{rank}", "ck.pt")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if rank == 0:
+            torch.save({"w": torch.ones(3)}, path)
+        elif case == "stale":
+            torch.save({"w": torch.zeros(3)}, path)
+        dist.barrier()
+        try:
+            require_same_file(path, rank)
+            said[case] = None
+        except RuntimeError as e:
+            said[case] = str(e)
+    return said

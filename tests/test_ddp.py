@@ -202,9 +202,17 @@ def test_the_conclusion_follows_the_numbers_not_a_story():
     assert summary["best"] == 1024 and summary["worst"] == 64
     assert "peaked at batch 1024, not at the largest" in summary["text"] and "1024" in summary["title"]
     assert "do not overlap" in summary["text"]
-    rising = ddp.scaling_summary(_rows({64: (0.5, 0.9, 1.2), 256: (1.0, 1.1, 1.3), 1024: (1.2, 1.5, 1.6)}))
-    assert rising["best"] == 1024 and "grew with every larger batch" in rising["text"]
-    assert "cannot tell those apart" in rising["text"] and "ranges overlap" in rising["title"]
+    overlapping = ddp.scaling_summary(_rows({64: (0.5, 0.9, 1.2), 256: (1.0, 1.1, 1.3), 1024: (1.2, 1.5, 1.6)}))
+    assert overlapping["best"] == 1024 and "cannot tell those apart" in overlapping["text"]
+    assert "rose" not in overlapping["text"] + overlapping["title"] and "ranges overlap" in overlapping["title"]
+    # the run of the second read: only 64 → 256 resolved; no trend may be claimed across the overlapping rest
+    run = ddp.scaling_summary(_rows({64: (0.91, 0.97, 1.11), 256: (1.20, 1.35, 1.41), 1024: (1.25, 1.40, 1.70),
+                                     2048: (1.32, 1.49, 1.72)}))
+    assert "every larger batch" not in run["text"] + run["title"]
+    assert "the median speedup rose from batch 64 to 256." in run["text"] and "256 and 1024, 1024 and 2048" in run["text"]
+    assert run["title"] == "2 processes: speedup rose 64→256; ranges overlap 256–1024, 1024–2048"
+    falling = ddp.scaling_summary(_rows({64: (1.8, 1.9, 2.0), 256: (1.4, 1.5, 1.6), 1024: (0.9, 1.0, 1.1)}))
+    assert "fell with every larger batch" in falling["text"] and "1.00× at 1024" in falling["title"]
 
 
 def test_the_summary_names_what_besides_the_all_reduce_does_not_split_and_calls_above_ideal_noise():
@@ -213,6 +221,7 @@ def test_the_summary_names_what_besides_the_all_reduce_does_not_split_and_calls_
         r["step_s_1"], r["step_s_n"], r["allreduce_s"] = 0.02, 0.015, 0.002
     text = ddp.scaling_summary(rows)["text"]
     assert "+5.00 ms against perfect splitting" in text and "takes 2.00 of those 5.00 ms" in text
+    assert "hook" not in text  # the timed models carry none
     assert "the optimizer step" in text and "above the ideal 2× (at batch 64)" in text
     assert "median of each repeat's own ratio" in ddp.scaling_table(rows)
 
@@ -247,3 +256,53 @@ def test_accumulation_with_no_sync_all_reduces_once_and_reaches_the_same_step():
 def test_measure_scaling_needs_two_processes_or_more():
     with pytest.raises(ValueError, match="nprocs >= 2"):
         ddp.measure_scaling(nprocs=1)
+
+
+# --- the checkpoint behind the barrier: every rank must read the file rank 0 wrote --------------------------------
+
+def test_a_checkpoint_not_on_a_shared_filesystem_is_refused_on_every_rank(tmp_path):
+    import re
+    from helpers.dist import launch
+    from launch_drills import checkpoint_per_node
+    said = launch(checkpoint_per_node, 2, args=(str(tmp_path),), verbose=False, timeout=60)
+    for rank in (0, 1):  # both ranks raise, so neither waits for the other in the next collective
+        assert said[rank]["shared"] is None
+        assert re.search("rank 1 on .*: no such file.*every node shares", said[rank]["own disk"])
+        assert re.search("rank 1 on .*: a different file.*every node shares", said[rank]["stale"])
+        assert "rank 0 on" not in said[rank]["stale"]
+
+
+def test_the_two_node_rendezvous_port_stays_held_while_the_agents_start(monkeypatch):
+    """run_torchrun hosts the rendezvous store itself: the port cannot be taken between choosing and using it."""
+    import socket
+    from helpers.dist import torchrun
+    seen = []
+
+    class Agent:
+        pid, returncode = 0, 0
+        def poll(self): return 0
+        def wait(self): return 0
+
+    def popen(cmd, **kwargs):
+        port = int(next(a for a in cmd if a.startswith("--rdzv_endpoint=")).rsplit(":", 1)[1])
+        with socket.socket() as s, pytest.raises(OSError):
+            s.bind(("127.0.0.1", port))  # still held by run_torchrun's store
+        seen.append("--rdzv_conf=is_host=false" in cmd)
+        return Agent()
+
+    class Dog:
+        def kill(self): pass
+        def wait(self): pass
+
+    monkeypatch.setattr(torchrun.subprocess, "Popen", popen)
+    monkeypatch.setattr(torchrun, "watch_parent", lambda groups: Dog())
+    torchrun.run_torchrun(1, nnodes=2, timeout=5)
+    assert seen == [True, True]
+
+
+def test_the_all_reduce_exercise_asks_for_ddps_average_and_refuses_the_sum_and_off_by_one():
+    """With 8 ranks contributing rank + 1: DDP's average is 36 / 8. The sum, ranks from 1, ranks 0..7, a floor: refused."""
+    from helpers.core.checks import verify
+    assert verify("03.allreduce_8", 4.5)[0] and verify("03.allreduce_8", 36 / 8)[0]
+    for wrong in (36, 36.0, 4, 5, 3.5, 28, 4.0, 0.5):  # sum; floor; ceil; average of 0..7; sum of 0..7
+        assert not verify("03.allreduce_8", wrong)[0], wrong

@@ -24,10 +24,12 @@ EXERCISES = [
              hint="How many indices does dealing need so that every rank gets the same number, and how many "
                   "samples are there?",
              why="Padding repeats samples; drop_last=True drops the tail instead."),
-    Exercise("03.allreduce_8", "int", digest="f532e3e731f475049d439455a19a9f7e483ca09da04242755b6898bfb35fc470",
-             hint="What does all_reduce's default op do with what the ranks contribute, and which ranks get the result? "
-                  "Read what all_reduce_sum contributes on each rank, and answer with one number: what each rank gets.",
-             why="Every rank ends with the same sum: that is what makes DDP's replicas identical."),
+    Exercise("03.allreduce_8", "number", digest="2ebcea01948da82b09f152f43b5e104bd5db4df638554ee435ba4863ce1ba6e1",
+             hint="DDP all-reduces the ranks' gradients with a sum, then divides by the number of ranks. What does "
+                  "rank r contribute in all_reduce_sum (the comment in section 1 says), and which ranks are there "
+                  "with 8 processes?",
+             why="Every rank ends with the same average: that keeps DDP's replicas identical, and it is why one step "
+                 "on 2 × B/2 samples equals one step on B (section 3)."),
     Exercise("03.my_indices", "code", behaviour=lambda fn: _indices_behaviour(fn),
              hint="Read section 2's tables for N = 10 and 4 ranks again: which rank gets index i, where do the "
                   "repeated indices come from, and what does drop_last cut? Then think of a dataset smaller than "

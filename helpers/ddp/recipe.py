@@ -6,6 +6,9 @@ the course's training loop, a checkpoint that rank 0 writes and every rank reloa
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import socket
 from contextlib import nullcontext
 
 import torch
@@ -21,7 +24,7 @@ from ..core.models import DigitsCNN
 from ..core.train import train
 from ..dist.ranks import local_device
 
-__all__ = ["ddp_wrap", "accumulate_with_no_sync", "train_worker"]
+__all__ = ["ddp_wrap", "accumulate_with_no_sync", "require_same_file", "train_worker"]
 
 
 def ddp_wrap(model: nn.Module, device: torch.device) -> DDP:
@@ -48,6 +51,31 @@ def accumulate_with_no_sync(model: DDP, optimizer: torch.optim.Optimizer, micro_
     optimizer.step()
 
 
+def require_same_file(path: str, rank: int) -> None:
+    """Every rank must read the very file rank 0 wrote at ``path``; otherwise every rank raises, saying why (03).
+
+    Each machine reads ``path`` on its own filesystem: unless every node shares it (NFS, a cluster
+    filesystem), a rank on another machine finds no file there, or a stale one from an earlier run.
+    Rank 0 broadcasts the file's SHA-256; each rank compares its own copy, and all ranks learn the verdict.
+    """
+    def sha256() -> str | None:
+        if not os.path.exists(path):
+            return None
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+    digest = [sha256() if rank == 0 else None]
+    dist.broadcast_object_list(digest, src=0)
+    mine = sha256()
+    seen = [None] * dist.get_world_size()
+    dist.all_gather_object(seen, (socket.gethostname(), "same" if mine == digest[0] else
+                                  "no such file" if mine is None else "a different file"))
+    bad = [f"rank {r} on {host}: {what}" for r, (host, what) in enumerate(seen) if what != "same"]
+    if bad:
+        raise RuntimeError(f"not every rank sees the file rank 0 wrote at {path!r} ({'; '.join(bad)}): with several "
+                           "machines, give a path on a filesystem every node shares")
+
+
 def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: float, ckpt: str,
                  log_dir: str | None = None) -> dict:
     """The course CNN trained with DDP on the digits, each rank on its share; checkpoint saved and reloaded (03).
@@ -55,7 +83,7 @@ def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: f
     The recipe: the rank's local device, a ``DistributedSampler`` (with ``set_epoch`` every epoch,
     through the training loop's ``on_epoch``), the model wrapped in DDP, the course's one training
     loop (only rank 0 draws its bar), rank 0 saving the plain module behind a barrier, every rank
-    reloading it with ``map_location``. With ``log_dir``, rank 0 logs every epoch to TensorBoard
+    reloading it with ``map_location`` (after checking that it sees the file rank 0 wrote). With ``log_dir``, rank 0 logs every epoch to TensorBoard
     (``Monitor`` is a no-op on the other ranks) (05).
     """
     device = local_device()  # cuda:LOCAL_RANK under nccl: the local rank, never the global one
@@ -76,6 +104,7 @@ def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: f
     if rank == 0:
         torch.save(model.module.state_dict(), ckpt)  # save the plain module, not the DDP wrapper
     dist.barrier()  # nobody reads the checkpoint before rank 0 has written it
+    require_same_file(ckpt, rank)  # several machines: the path must be on a filesystem every node shares
     fresh = DigitsCNN().to(device)
     fresh.load_state_dict(torch.load(ckpt, map_location=device, weights_only=True))
     same = all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), model.module.state_dict().values()))

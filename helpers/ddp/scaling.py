@@ -31,8 +31,9 @@ def scaling_worker(rank: int, world_size: int, batches: list[int], repeats: int,
     Both are measured in the same launch, in turn: "1 process" is rank 0 training alone on the
     whole batch (DDP over a group of one: nothing to all-reduce) while the other ranks wait at a
     barrier; then every rank trains on its share. Each repeat measures every batch once, taking
-    turns (1 first, then N first), so a burst of outside load hits both sides alike. Also times a
-    bare all-reduce of the gradients' bytes.
+    turns (1 first, then N first), so a burst of outside load hits both sides alike. Both timed
+    models are plain DDP: the bytes all-reduced per step are counted on a third, untimed model
+    with a counting communication hook. Also times a bare all-reduce of the gradients' bytes.
     """
     device = local_device()
     alone = dist.new_group([0])  # every rank must create it; only rank 0 is in it
@@ -41,8 +42,9 @@ def scaling_worker(rank: int, world_size: int, batches: list[int], repeats: int,
     if rank == 0:
         models[1] = DDP(DigitsCNN(channels=channels, hidden=hidden).to(device), process_group=alone,
                         device_ids=[device.index] if device.type == "cuda" else None)
+    counted = ddp_wrap(DigitsCNN(channels=channels, hidden=hidden).to(device), device)  # untimed: counts bytes
     counter = BucketCounter()
-    models[world_size].register_comm_hook(counter, BucketCounter.hook)
+    counted.register_comm_hook(counter, BucketCounter.hook)
     opts = {n: torch.optim.SGD(m.parameters(), lr=0.01) for n, m in models.items()}
 
     def run(n: int, x: torch.Tensor, y: torch.Tensor, steps: int) -> float:
@@ -63,23 +65,25 @@ def scaling_worker(rank: int, world_size: int, batches: list[int], repeats: int,
             dist.barrier()  # let the waiting ranks go
         return dt
 
-    data, steps = {}, {}
+    data, steps, counts = {}, {}, {}
     for gb in batches:
         whole = tuple(t.to(device) for t in digits_batch(gb))
         data[gb] = {1: whole, world_size: tuple(t.to(device) for t in rank_share(gb, world_size, rank))}
+        for _ in range(2):  # the second step: DDP may regroup its buckets after the first
+            counter.calls = counter.bytes = 0
+            nn.functional.cross_entropy(counted(data[gb][world_size][0]), data[gb][world_size][1]).backward()
+        counts[gb] = (counter.bytes, counter.calls)  # one step's all-reduced bytes and buckets
         run(1, *data[gb][1], 2)  # warm-up
         run(world_size, *data[gb][world_size], 2)
         probe = run(1, *data[gb][1], 2) / 2
         steps[gb] = int(agree(max(3, int(seconds / max(probe, 1e-6))), "rank0"))  # rank 0 decides for everyone
     times = {(n, gb): [] for n in (1, world_size) for gb in batches}
-    counter.calls = counter.bytes = 0
     for r in range(repeats):
         for gb in batches:
             for n in ((1, world_size) if r % 2 == 0 else (world_size, 1)):
                 dt = agree(run(n, *data[gb][n], steps[gb]), "max")
                 times[n, gb].append(dt / steps[gb])
-    n_steps = repeats * sum(steps.values())
-    grads = torch.zeros(max(1, int(counter.bytes / n_steps) // 4), device=device)  # one step's gradient bytes
+    grads = torch.zeros(max(1, counts[batches[0]][0] // 4), device=device)  # one step's gradient bytes
     dist.all_reduce(grads)  # warm-up
     t0 = time.perf_counter()
     for _ in range(20):
@@ -88,8 +92,7 @@ def scaling_worker(rank: int, world_size: int, batches: list[int], repeats: int,
         torch.cuda.synchronize(device)
     allreduce_s = agree((time.perf_counter() - t0) / 20, "max")
     return {"batches": list(batches), "steps": steps, "times": {f"{n}x{gb}": v for (n, gb), v in times.items()},
-            "world_size": world_size, "allreduce_bytes_per_step": counter.bytes / n_steps,
-            "buckets_per_step": counter.calls / n_steps, "allreduce_s": allreduce_s}
+            "world_size": world_size, "counts": {str(gb): c for gb, c in counts.items()}, "allreduce_s": allreduce_s}
 
 
 def measure_scaling(nprocs: int = 2, batches: tuple[int, ...] = (64, 256, 1024, 2048), repeats: int = 5,
@@ -114,8 +117,8 @@ def measure_scaling(nprocs: int = 2, batches: tuple[int, ...] = (64, 256, 1024, 
                      "samples_per_s_1": gb / statistics.median(t1), "samples_per_s_n": gb / statistics.median(tn),
                      "speedups": speedups, "speedup": statistics.median(speedups),
                      "speedup_min": speedups[0], "speedup_max": speedups[-1],
-                     "allreduce_bytes_per_step": res["allreduce_bytes_per_step"],
-                     "buckets_per_step": res["buckets_per_step"], "allreduce_s": res["allreduce_s"]})
+                     "allreduce_bytes_per_step": res["counts"][str(gb)][0],
+                     "buckets_per_step": res["counts"][str(gb)][1], "allreduce_s": res["allreduce_s"]})
     return rows
 
 
@@ -134,21 +137,31 @@ def scaling_summary(rows: list[dict]) -> dict:
         lo, hi = sorted((a, b), key=lambda k: by[k]["speedup"])
         return by[lo]["speedup_max"] < by[hi]["speedup_min"]
 
-    meds = [by[b]["speedup"] for b in batches]
-    close = [f"{a} and {b}" for a, b in zip(batches, batches[1:]) if not apart(a, b)]
-    caveat = "; ranges overlap" if close else ""
-    if all(x < y for x, y in zip(meds, meds[1:])):
-        trend = "the median grew with every larger batch"
-        title = f"{n} processes: median speedup rose with the batch, to {by[best]['speedup']:.2f}× at {best}{caveat}"
-    elif all(x > y for x, y in zip(meds, meds[1:])):
-        trend = "the median fell with every larger batch"
-        title = f"{n} processes: median speedup fell with the batch, to {by[worst]['speedup']:.2f}× at {worst}{caveat}"
+    pairs = list(zip(batches, batches[1:]))
+    moves = [(a, b, "rose" if by[b]["speedup"] > by[a]["speedup"] else "fell") for a, b in pairs if apart(a, b)]
+    close = [f"{a} and {b}" for a, b in pairs if not apart(a, b)]
+    dirs = {m for _, _, m in moves}
+    if len(moves) == len(pairs) and len(dirs) == 1:  # every step told apart, all one way
+        way = dirs.pop()
+        trend = f"the median speedup {way} with every larger batch"
+        end = best if way == "rose" else worst
+        title = f"{n} processes: speedup {way} with every larger batch, to {by[end]['speedup']:.2f}× at {end}"
+    elif moves:
+        trend = "the median speedup " + "; ".join(f"{m} from batch {a} to {b}" for a, b, m in moves)
+        if any(b == best and m == "rose" for a, b, m in moves) and any(a == best and m == "fell" for a, b, m in moves):
+            trend += f"; it peaked at batch {best}, not at the largest"
+        title = f"{n} processes: speedup " + ", ".join(f"{m} {a}→{b}" for a, b, m in moves)
+        if close:
+            title += "; ranges overlap " + ", ".join(c.replace(" and ", "–") for c in close)
     else:
-        trend = f"the median rose and fell: it peaked at batch {best}" + (", not at the largest" if best != batches[-1] else "")
-        title = (f"{n} processes: median speedup highest at batch {best} ({by[best]['speedup']:.2f}×), "
-                 f"lowest at {worst}{caveat}")
-    lines = [f"Speedup of {n} processes over 1, median of {reps} repeats: highest at batch {best}, {rng(best)}; "
-             f"lowest at batch {worst}, {rng(worst)}. Across the batches {trend}."]
+        trend = "no change of the speedup from one batch to the next stands out from the spread of the repeats"
+        title = f"{n} processes: speedup per batch, ranges overlap between all neighbouring batches"
+    lines = [f"Speedup of {n} processes over 1, median of {reps} repeats: highest median at batch {best}, "
+             f"{rng(best)}; lowest at batch {worst}, {rng(worst)}."]
+    if moves:
+        lines.append(f"Between neighbouring batches whose ranges of repeats do not overlap, {trend}.")
+    else:
+        lines.append(f"Across the batches {trend}.")
     if close:
         lines.append("The ranges of repeats overlap between batches " + ", ".join(close)
                      + ": this run cannot tell those apart.")
@@ -163,9 +176,11 @@ def scaling_summary(rows: list[dict]) -> dict:
     lines.append(f"One bare all-reduce of the {rows[0]['allreduce_bytes_per_step'] / 1e3:.0f} KB of gradients took "
                  f"{ar_ms:.2f} ms, the same work at every batch; against the {n}-process step time that is {share}.")
     if got_ms - ideal_ms > ar_ms:
-        lines.append(f"A bare all-reduce takes {ar_ms:.2f} of those {got_ms - ideal_ms:.2f} ms; the rest comes from "
-                     f"what else does not split (the optimizer step, each step's fixed cost, the counting hook), "
-                     f"which this run does not time one by one.")
+        lines.append(f"A bare all-reduce, timed alone, takes {ar_ms:.2f} of those {got_ms - ideal_ms:.2f} ms. The rest "
+                     f"is not timed part by part here; candidates: what else does not split (the optimizer step, "
+                     f"each step's fixed cost), a step lasting as long as its slower rank (the time kept is the "
+                     f"slower rank's), and the all-reduce inside a step sharing the cores with the other "
+                     f"process's compute.")
     above = [b for b in batches if by[b]["speedup_max"] > n]
     if above:
         lines.append(f"Repeats above the ideal {n}× (at batch {', '.join(map(str, above))}) are timing noise: the "

@@ -199,7 +199,7 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
     N cores do not fight over them). ``timeout`` (seconds) bounds the whole launch. Raises
     :class:`LaunchError` naming the rank that failed first (its traceback, or the signal that
     killed it), or ``TimeoutError``; in both cases every rank has been ended before it raises.
-    ``check=False`` skips the importability check, to show the error spawn itself gives.
+    ``check=False`` skips the importability check, to show the error the spawned processes hit.
 
     Example::
 
@@ -290,5 +290,3 @@ def describe_launch(nprocs: int, threads: int = 1, backend: str | None = None) -
     if backend == "nccl":
         return f"{hardware_label('cuda:0')}, {nprocs} processes on cuda:0…{nprocs - 1} (nccl)"
     return f"{hardware_label('cpu', processes=nprocs, threads=threads)} (gloo)"
-
-

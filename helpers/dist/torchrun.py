@@ -1,7 +1,8 @@
 """``torchrun`` from a notebook: the command line, and a run that leaves nothing behind (03).
 
 :func:`run_torchrun` starts ``torchrun`` agents (one, or several "nodes" on this machine meeting
-at a c10d rendezvous on 127.0.0.1), each in a process group of its own, and ends them all on a
+at a c10d rendezvous on 127.0.0.1, whose store this process hosts on a port it holds), each in a
+process group of its own, and ends them all on a
 timeout, a failure, Jupyter's Stop, or the kernel's death.
 """
 from __future__ import annotations
@@ -11,6 +12,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from torch.distributed import TCPStore
 
 from ..core.device import gpu_count
 from ..core.procs import kill_group, watch_parent
@@ -52,15 +55,21 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
 
     ``nnodes=1``: ``torchrun --standalone --nproc_per_node N``. ``nnodes=2``: a real two-node launch
     on this machine: two torchrun agents, each a "node" with ``nproc`` processes, meeting at a c10d
-    rendezvous on 127.0.0.1 (a free port). Each agent runs in a process group of its own; all of
+    rendezvous on 127.0.0.1, whose store this process hosts on a port the system picks and holds until
+    the agents are gone. Each agent runs in a process group of its own; all of
     them are killed if the run outlives ``timeout`` seconds, fails on one node, is interrupted
     (Jupyter's Stop), or if this kernel dies (a watchdog). Returns the nodes' outputs, node by node.
     """
 
     if not isinstance(nnodes, int) or nnodes < 1:
         raise ValueError(f"nnodes must be a positive int, got {nnodes!r}")
-    endpoint = None if nnodes == 1 else f"127.0.0.1:{_free_port()}"
+    # Several "nodes": this process hosts the rendezvous store on a port the system picks and holds it
+    # for the whole run, so no other program can take the port between choosing it and using it.
+    store = None if nnodes == 1 else TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    endpoint = None if store is None else f"127.0.0.1:{store.port}"
     cmd = torchrun_command(nproc, nnodes=nnodes, endpoint=endpoint, script_args=script_args)
+    if store is not None:  # every agent joins this store as a client instead of trying to host it
+        cmd.insert(cmd.index("helpers.ddp.script") - 1, "--rdzv_conf=is_host=false")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     outs = [tempfile.TemporaryFile("w+") for _ in range(nnodes)]
     agents = [subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True, env={**env, **_node_gpus(k, nnodes, nproc)},
@@ -80,6 +89,7 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
             a.wait()
         watchdog.kill()
         watchdog.wait()
+        del store  # the agents are gone: free the rendezvous port
     texts = []
     for out in outs:
         out.seek(0)
@@ -93,10 +103,3 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
         raise RuntimeError(f"torchrun exited with code(s) {codes}; its output:\n{text}")
     return text
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
