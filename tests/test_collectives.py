@@ -11,11 +11,171 @@ from helpers.collectives import (alpha_beta_time, bus_bandwidth, fit_alpha_beta,
                                  ring_model_time, run_reduce_scatter_check, run_ring_check, two_point_alpha_beta)
 from helpers.core.checks import verify
 
+import torch.distributed as dist  # noqa: E402,I001  (the skeleton below uses it as the notebook's file does)
+
 
 def returns_owned_chunk_only(t):
-    """A half-done exercise: the right chunk index, but nothing summed (module level: the ranks import it)."""
+    """A half-done exercise: nothing sent, nothing summed (module level: the ranks import it)."""
     import torch.distributed as dist
     return (dist.get_rank() + 1) % dist.get_world_size()
+
+
+def ring_that_leaves_rank_r_piece_r(t):
+    """A right answer: the ring's schedule shifted by one, so rank r ends with chunk r complete."""
+    import torch.distributed as dist
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)
+    buf = torch.empty_like(chunks[0])
+    for s in range(n - 1):
+        send_i, recv_i = (rank - s - 1) % n, (rank - s - 2) % n
+        got = buf[:chunks[recv_i].numel()]
+        req = dist.isend(chunks[send_i], (rank + 1) % n)
+        dist.recv(got, (rank - 1) % n)
+        req.wait()
+        chunks[recv_i].add_(got)
+
+
+def ring_with_batched_p2p(t):
+    """Another right answer: each step as one batch_isend_irecv of a P2POp pair."""
+    import torch.distributed as dist
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)
+    for s in range(n - 1):
+        send_i, recv_i = (rank - s - 1) % n, (rank - s - 2) % n
+        got = torch.empty_like(chunks[recv_i])
+        ops = [dist.P2POp(dist.isend, chunks[send_i].clone(), (rank + 1) % n),
+               dist.P2POp(dist.irecv, got, (rank - 1) % n)]
+        for req in dist.batch_isend_irecv(ops):
+            req.wait()
+        chunks[recv_i].add_(got)
+
+
+def plain_all_reduce(t):
+    """Wrong: the collective itself; rank r's chunk r is then the full sum, as asked."""
+    import torch.distributed as dist
+    dist.all_reduce(t)
+
+
+from torch.distributed import all_reduce as _all_reduce_imported  # noqa: E402  (bound before any check runs)
+
+
+def all_reduce_imported_by_name(t):
+    """Wrong: the same, through a name imported from torch.distributed at the module's top."""
+    _all_reduce_imported(t)
+
+
+def all_reduce_on_the_process_group(t):
+    """Wrong: the collective through the process group object, past torch.distributed's functions."""
+    from torch.distributed import distributed_c10d
+    distributed_c10d._get_default_group().allreduce([t]).wait()
+
+
+def the_recipes_own_ring(t):
+    """Wrong: the recipe's ring_reduce_scatter as it is: rank r ends with chunk r + 1 complete, not chunk r."""
+    from helpers.collectives.recipe import ring_reduce_scatter
+    ring_reduce_scatter(t)
+
+
+def the_recipes_ring_then_one_more_step(t):
+    """Wrong: the recipe's ring, then each rank passes its finished chunk right: right result, n steps."""
+    import torch.distributed as dist
+
+    from helpers.collectives.recipe import ring_reduce_scatter
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)
+    done = ring_reduce_scatter(t)
+    req = dist.isend(chunks[done], (rank + 1) % n)
+    dist.recv(chunks[rank], (rank - 1) % n)
+    req.wait()
+
+
+def direct_exchange(t):
+    """Wrong (not a ring): every rank sends chunk j straight to rank j and sums what it receives."""
+    import torch.distributed as dist
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)
+    reqs = [dist.isend(chunks[j], j) for j in range(n) if j != rank]
+    for j in range(n):
+        if j != rank:
+            got = torch.empty_like(chunks[rank])
+            dist.recv(got, j)
+            chunks[rank].add_(got)
+    for r in reqs:
+        r.wait()
+
+
+def naive_ring_whole_tensor(t):
+    """Wrong: the naive ring (whole tensors round the ring): the right sums, n − 1 steps to the right, but not chunks."""
+    from helpers.collectives.recipe import ring_all_reduce_naive
+    ring_all_reduce_naive(t)
+
+
+RIGHT = (ring_that_leaves_rank_r_piece_r, ring_with_batched_p2p)
+WRONG = {  # each wrong answer, and what the check says about it
+    plain_all_reduce: "dist.all_reduce, a collective",
+    all_reduce_imported_by_name: "dist.all_reduce, a collective",
+    all_reduce_on_the_process_group: "sent 0 and received 0 messages",
+    the_recipes_own_ring: "rank r must end with piece r complete",
+    the_recipes_ring_then_one_more_step: "sent 4 and received 4 messages",
+    direct_exchange: "only to its right neighbour",
+    naive_ring_whole_tensor: "is not one chunk summed",
+    returns_owned_chunk_only: "sent 0 and received 0 messages",
+}
+
+
+def judge_every_answer(rank, world_size, fns):
+    """In each rank: the check's own worker on every candidate in turn (one launch for all; the ranks import it)."""
+    from helpers.collectives import CHECK_SIZES, reduce_scatter_check_worker
+    return {fn.__name__: reduce_scatter_check_worker(rank, world_size, fn, CHECK_SIZES, seed=7) for fn in fns}
+
+
+def test_the_ring_check_passes_rings_and_refuses_shortcuts_the_recipe_and_other_exchanges():
+    from helpers.dist import launch
+    ranks = launch(judge_every_answer, 4, args=((*RIGHT, *WRONG),), timeout=120, verbose=False)
+    for fn in RIGHT:
+        assert all(problem is None for r in ranks for _, problem in r[fn.__name__]), (fn.__name__, ranks)
+    for fn, said in WRONG.items():
+        problems = [problem for r in ranks for _, problem in r[fn.__name__] if problem]
+        assert problems and said in problems[0], (fn.__name__, problems)
+
+
+def test_the_notebooks_check_refuses_all_reduce_and_passes_a_ring():
+    ok, msg = verify("08.reduce_scatter", plain_all_reduce)  # 4 ranks, two sizes, fresh inputs
+    assert not ok and msg.startswith("❌") and "dist.all_reduce, a collective" in msg, msg
+    ok, msg = verify("08.reduce_scatter", ring_that_leaves_rank_r_piece_r)
+    assert ok and msg.startswith("✅"), msg
+    assert run_reduce_scatter_check(ring_that_leaves_rank_r_piece_r, nprocs=3, numel=10)["ok"]
+
+
+def test_the_ring_check_leaves_torch_distributed_as_it_found_it():
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d
+
+    from helpers.collectives import MessageLog
+    before = (dist.isend, dist.all_reduce, distributed_c10d.isend, distributed_c10d.recv)
+    namespace = {"all_reduce": dist.all_reduce, "other": 1}
+    with MessageLog(namespace):
+        assert dist.isend is not before[0] and namespace["all_reduce"] is not before[1]
+    assert (dist.isend, dist.all_reduce, distributed_c10d.isend, distributed_c10d.recv) == before
+    assert namespace == {"all_reduce": before[1], "other": 1}
+
+
+def test_an_untouched_skeleton_is_not_answered_yet_without_starting_ranks(monkeypatch):
+    from helpers.collectives import lesson
+
+    def no_launch(*a, **k):
+        raise AssertionError("the skeleton started processes")
+
+    monkeypatch.setattr(lesson, "run_reduce_scatter_check", no_launch)
+    ok, msg = verify("08.reduce_scatter", skeleton_of_the_exercise)
+    assert not ok and msg.startswith("⏳")
+
+
+def skeleton_of_the_exercise(t):
+    """The notebook's skeleton, as it stands before the student writes anything."""
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)   # views into t: add into them in place
+    ...   # your code: n - 1 ring steps with dist.isend to the right and dist.recv from the left
 
 
 def test_rings_equal_all_reduce_with_unequal_chunks():
@@ -23,15 +183,7 @@ def test_rings_equal_all_reduce_with_unequal_chunks():
     assert d["naive_vs_all_reduce"] < 1e-5 * d["scale"]
     assert d["ring_vs_all_reduce"] < 1e-5 * d["scale"]
     assert d["reduce_scatter_vs_dist"] < 1e-5 * d["scale"]
-    assert d["owned_chunk"] == owned_chunk(0, 3) == 1
-
-
-def test_the_reduce_scatter_check_refuses_a_half_done_ring_and_passes_the_recipe():
-    from helpers.collectives.recipe import ring_reduce_scatter
-    ok = run_reduce_scatter_check(ring_reduce_scatter, nprocs=2, numel=101)
-    assert ok["ok"] and ok["max_abs_diff"] < 1e-5
-    wrong = run_reduce_scatter_check(returns_owned_chunk_only, nprocs=2, numel=101)
-    assert not wrong["ok"] and wrong["per_rank"][0]["same_chunk"]  # the right chunk, but never summed
+    assert owned_chunk(0, 3) == 1 and owned_chunk(0, 1) == 0
 
 
 def test_the_code_exercise_rejects_a_function_defined_in_a_cell():
@@ -100,3 +252,127 @@ def test_all_to_all_falls_back_to_point_to_point_where_the_backend_lacks_it():
     res = launch(all_to_all_without_backend_support, nprocs=3, verbose=False)
     assert all(how == "isend/recv" for how, _ in res)
     assert [vals for _, vals in res] == [[10.0 * j + r for j in range(3)] for r in range(3)]
+
+
+# --- DDP from scratch where it used to differ from DDP: buffers, unused parameters, two backward passes, empty buckets
+
+def ddp_gaps(rank, world_size):
+    """In each of 2 ranks: OverlappedDDP and the bucketed all-reduce beside DDP in the cases DDP handles (ranks import it)."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from helpers.collectives import OverlappedDDP, allreduce_gradients_bucketed
+
+    def bn_model():  # parameters and BatchNorm buffers that differ by rank until someone broadcasts them
+        torch.manual_seed(rank)
+        m = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3))
+        m[1].running_mean.fill_(rank + 1.0)
+        return m
+
+    g = torch.Generator().manual_seed(100 + rank)
+    xs, ys = [torch.randn(6, 8, generator=g) for _ in range(4)], [torch.randint(0, 3, (6,), generator=g) for _ in range(4)]
+
+    def train(net, model, finish, micro):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(2):
+            opt.zero_grad()
+            for j in range(micro):  # micro > 1: several backward passes before finish(), gradients summed
+                nn.functional.cross_entropy(net(xs[micro * step + j]), ys[micro * step + j]).backward()
+            finish()
+            opt.step()
+        return [t.detach().double() for t in [*model.parameters(), *model.buffers()]]
+
+    out = {}
+    for micro in (1, 2):
+        ref_model = bn_model()
+        ref = train(DDP(ref_model), ref_model, lambda: None, micro)
+        for bucket_bytes in (0, 2**20):
+            model = bn_model()
+            wrapped = OverlappedDDP(model, bucket_bytes)
+            mine = train(wrapped, model, wrapped.finish, micro)
+            out[f"micro{micro}_bytes{bucket_bytes}"] = max(float((a - b).abs().max()) for a, b in zip(mine, ref))
+
+    class WithUnused(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used, self.unused = nn.Linear(8, 3), nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.used(x)
+
+    for bucket_bytes in (0, 2**20):
+        torch.manual_seed(0)
+        wrapped = OverlappedDDP(WithUnused(), bucket_bytes)
+        nn.functional.cross_entropy(wrapped(xs[0]), ys[0]).backward()
+        try:
+            wrapped.finish()
+            out[f"unused_{bucket_bytes}"] = None
+        except RuntimeError as e:
+            out[f"unused_{bucket_bytes}"] = str(e)
+    dist.barrier()  # the ranks still agree after the error
+
+    fresh = nn.Linear(4, 2)  # no backward yet: no gradient anywhere, nothing to send
+    allreduce_gradients_bucketed(fresh, bucket_bytes=0)
+    allreduce_gradients_bucketed(fresh)
+    model = bn_model()
+    nn.functional.cross_entropy(model(xs[0]), ys[0]).backward()
+    expected = [p.grad.clone() for p in model.parameters()]
+    for e in expected:
+        dist.all_reduce(e)
+    allreduce_gradients_bucketed(model, bucket_bytes=0)  # one bucket per parameter
+    out["bucketed_0"] = max(float((p.grad - e / world_size).abs().max()) for p, e in zip(model.parameters(), expected))
+    return out
+
+
+@pytest.fixture(scope="module")
+def gaps():
+    from helpers.dist import launch
+    return launch(ddp_gaps, 2, timeout=180, verbose=False)
+
+
+def test_overlapped_ddp_broadcasts_buffers_and_equals_ddp_with_batchnorm(gaps):
+    for r in gaps:  # ranks start from different parameters and BatchNorm statistics, as DDP's do before it wraps
+        assert r["micro1_bytes1048576"] <= 1e-6 and r["micro1_bytes0"] <= 1e-6, r
+
+
+def test_two_backward_passes_before_finish_sum_the_gradients_as_ddp_does(gaps):
+    for r in gaps:
+        assert r["micro2_bytes1048576"] <= 1e-6 and r["micro2_bytes0"] <= 1e-6, r
+
+
+def test_a_trainable_parameter_without_gradient_is_refused_on_every_rank(gaps):
+    for r in gaps:
+        for key in ("unused_0", "unused_1048576"):
+            assert r[key] and "unused.weight" in r[key] and "unused.bias" in r[key] and "requires_grad_(False)" in r[key]
+            assert "used.weight" not in r[key].replace("unused.weight", "")
+
+
+def test_empty_buckets_never_happen_and_bucket_bytes_0_is_one_bucket_per_parameter(gaps):
+    for r in gaps:
+        assert r["bucketed_0"] <= 1e-7
+    params = list(nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2)).parameters())
+    assert make_buckets(params, 0) == [[p] for p in reversed(params)]
+    assert make_buckets([], 2**20) == []
+    with pytest.raises(ValueError, match="bucket_bytes"):
+        make_buckets(params, -1)
+
+
+# --- timing on a GPU waits for the GPU ----------------------------------------------------------------------------
+
+def test_the_sweep_timer_synchronises_cuda_and_only_cuda(monkeypatch, tmp_path):
+    import torch.distributed as dist
+
+    from helpers.collectives import instruments
+    waited = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: waited.append(device))
+    cuda = torch.device("cuda", 0)
+    assert instruments.seconds_per_call(lambda: None, 3, cuda) >= 0 and waited == [cuda, cuda]  # before and after
+    waited.clear()
+    instruments.seconds_per_call(lambda: None, 3, torch.device("cpu"))
+    assert waited == []
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:  # the sweep's timer, as sweep_worker calls it with the rank's device
+        best = instruments._best_times({"a": lambda: None, "b": lambda: None}, repeats=2, inner=3, device=cuda)
+    finally:
+        dist.destroy_process_group()
+    assert set(best) == {"a", "b"} and len(waited) == 2 * 2 * 2

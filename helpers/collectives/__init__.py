@@ -5,4 +5,5 @@
 from .instruments import *  # noqa: F401,F403
 from .plots import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403
+from .ring_exercise import *  # noqa: F401,F403
 from .scratch_ddp import *  # noqa: F401,F403

@@ -6,8 +6,6 @@ cost model and convert times to bus bandwidth the way nccl-tests does.
 """
 from __future__ import annotations
 
-import contextlib
-import tempfile
 import time
 from typing import Callable, Sequence
 
@@ -17,16 +15,17 @@ import torch.distributed as dist
 
 from ..core.i18n import tr
 from ..core.measure import fit_alpha_beta, max_abs_diff  # fit_alpha_beta: exported here too (08)
-from ..dist.launcher import LaunchError, check_importable, launch
+from ..dist.launcher import launch
 from ..dist.ranks import agree, local_device
-from .recipe import _exchange, owned_chunk, ring_all_reduce, ring_all_reduce_naive, ring_reduce_scatter
-from .stall import StallWatch, gave_up, watch_ranks
+from .ring_exercise import MessageLog
+from .recipe import _exchange, ring_all_reduce, ring_all_reduce_naive, ring_reduce_scatter
 
-__all__ = ["COLLECTIVES", "all_to_all", "collectives_worker", "run_collectives", "ring_check_worker", "run_ring_check",
-           "reduce_scatter_check_worker", "run_reduce_scatter_check", "sweep_worker", "run_sweep", "fit_alpha_beta",
+__all__ = ["COLLECTIVES", "COMPOSED", "all_to_all", "collectives_worker", "run_collectives", "ring_check_worker", "run_ring_check",
+           "synchronize", "seconds_per_call", "sweep_worker", "run_sweep", "fit_alpha_beta",
            "alpha_beta_time", "two_point_alpha_beta", "bus_bandwidth", "ring_model_time", "SWEEP_SIZES"]
 
 COLLECTIVES = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+COMPOSED = "reduce_scatter_then_all_gather"
 SWEEP_SIZES = tuple(4**k * 2**10 for k in range(8))  # 1 KiB, 4 KiB, … 16 MiB
 
 
@@ -59,8 +58,9 @@ def collectives_worker(rank: int, world_size: int) -> dict:
 
     Rank ``r`` starts with ``[10r, 10r + 1, …]`` (one value per rank), so every number says where it
     came from. ``reduce`` defines the result on its destination only (rank 0): the other ranks'
-    ``after`` is None. The list forms (``all_gather``, ``reduce_scatter``, ``all_to_all``) are used;
-    where gloo lacks all-to-all (older torch), :func:`all_to_all` does it with ``isend``/``recv``.
+    ``after`` is None. Then reduce-scatter followed by all-gather, under :data:`COMPOSED`. The
+    list forms (``all_gather``, ``reduce_scatter``, ``all_to_all``) are used; where gloo lacks
+    all-to-all (older torch), :func:`all_to_all` does it with ``isend``/``recv``.
     """
     dev, n = local_device(), world_size
     start = (10.0 * rank + torch.arange(n, dtype=torch.float32)).to(dev)
@@ -88,34 +88,56 @@ def collectives_worker(rank: int, world_size: int) -> dict:
             t = torch.cat(parts)
         after = None if (op == "reduce" and rank != 0) else t.cpu().tolist()
         out[op] = {"before": before.cpu().tolist(), "after": after}
+    piece = torch.empty(1, device=dev)  # all-reduce composed of the two halves, really called
+    dist.reduce_scatter(piece, list(start.clone().chunk(n)))
+    parts = [torch.empty(1, device=dev) for _ in range(n)]
+    dist.all_gather(parts, piece)
+    out[COMPOSED] = {"before": start.cpu().tolist(), "after": torch.cat(parts).cpu().tolist()}
     return out
 
 
 def run_collectives(nprocs: int = 4, timeout: float = 60) -> dict[str, list[dict]]:
-    """Each collective on ``nprocs`` ranks: ``{op: [rank 0's {before, after}, rank 1's, …]}`` (08)."""
+    """Each collective on ``nprocs`` ranks: ``{op: [rank 0's {before, after}, rank 1's, …]}`` (08).
+
+    Besides the six of :data:`COLLECTIVES`, ``"reduce_scatter_then_all_gather"``: what each rank
+    holds after ``dist.reduce_scatter`` followed by ``dist.all_gather`` of its piece.
+    """
     ranks = launch(collectives_worker, nprocs, timeout=timeout, verbose=False)
-    return {op: [r[op] for r in ranks] for op in COLLECTIVES}
+    return {op: [r[op] for r in ranks] for op in (*COLLECTIVES, COMPOSED)}
 
 
 def ring_check_worker(rank: int, world_size: int, numel: int) -> dict:
-    """The recipe's rings against ``dist.all_reduce`` and ``dist.reduce_scatter`` on the same random data (08)."""
-    dev = local_device()
+    """The recipe's rings against ``dist.all_reduce`` and ``dist.reduce_scatter`` on the same random data (08).
+
+    ``dist.reduce_scatter`` gives rank ``r`` the sum of piece ``r`` and needs pieces of equal size;
+    the recipe's ring leaves rank ``r`` another chunk complete. So the comparison runs on the first
+    ``n · (numel // n)`` values, and hands ``dist.reduce_scatter`` the pieces in the order that puts
+    the ring's chunk on each rank. ``sent_naive``/``sent_ring``: the values the busiest rank sent in
+    each ring (a :class:`~helpers.collectives.ring_exercise.MessageLog` counts them).
+    """
+    dev, n = local_device(), world_size
     x = torch.randn(numel, generator=torch.Generator().manual_seed(rank)).to(dev)
     ref = x.clone()
     dist.all_reduce(ref)
-    naive, ring, rs = ring_all_reduce_naive(x.clone()), ring_all_reduce(x.clone()), x.clone()
-    i = ring_reduce_scatter(rs)
-    rs_ref = torch.empty_like(x.tensor_split(world_size)[i])
-    parts = list(x.tensor_split(world_size))
-    if len({p.numel() for p in parts}) == 1:
-        dist.reduce_scatter(rs_ref, [parts[(j + 1) % world_size].clone() for j in range(world_size)])  # r gets r+1
-    else:  # reduce_scatter needs equal chunks: take the owned chunk of the full all-reduce instead
-        rs_ref = ref.tensor_split(world_size)[i]
+    with MessageLog() as naive_log:
+        naive = ring_all_reduce_naive(x.clone())
+    with MessageLog() as ring_log:
+        ring = ring_all_reduce(x.clone())
+    sent = torch.tensor([sum(d.numel() for _, d in log.sent) for log in (naive_log, ring_log)], device=dev)
+    dist.all_reduce(sent, op=dist.ReduceOp.MAX)  # values sent by the busiest rank
+    rs = x[:n * (numel // n)].clone()
+    mine = ring_reduce_scatter(rs)
+    owners = torch.tensor([mine if r == rank else 0 for r in range(n)], device=dev)
+    dist.all_reduce(owners)  # which chunk each rank's ring owns
+    pieces = list(x[:n * (numel // n)].chunk(n))
+    rs_ref = torch.empty_like(pieces[0])
+    dist.reduce_scatter(rs_ref, [pieces[i].clone() for i in owners.tolist()])  # rank r gets piece owners[r]
     diffs = torch.tensor([max_abs_diff([naive], [ref]), max_abs_diff([ring], [ref]),
-                          max_abs_diff([rs.tensor_split(world_size)[i]], [rs_ref])], dtype=torch.float64, device=dev)
+                          max_abs_diff([rs.chunk(n)[mine]], [rs_ref])], dtype=torch.float64, device=dev)
     dist.all_reduce(diffs, op=dist.ReduceOp.MAX)
     return {"naive_vs_all_reduce": diffs[0].item(), "ring_vs_all_reduce": diffs[1].item(),
-            "reduce_scatter_vs_dist": diffs[2].item(), "owned_chunk": i, "scale": ref.abs().max().item()}
+            "reduce_scatter_vs_dist": diffs[2].item(), "scale": ref.abs().max().item(),
+            "sent_naive": int(sent[0]), "sent_ring": int(sent[1]), "numel": numel, "world_size": n}
 
 
 def run_ring_check(nprocs: int = 4, numel: int = 10_000, timeout: float = 60) -> dict:
@@ -123,58 +145,32 @@ def run_ring_check(nprocs: int = 4, numel: int = 10_000, timeout: float = 60) ->
     return launch(ring_check_worker, nprocs, args=(numel,), timeout=timeout, verbose=False)[0]
 
 
-def reduce_scatter_check_worker(rank: int, world_size: int, fn: Callable, numel: int, folder: str | None = None,
-                                patience: float = 5.0, give_up: float = 20.0) -> dict:
-    """Run a student's ``fn(t) -> owned chunk index`` and the recipe's ring_reduce_scatter on the same data (08).
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work: CUDA runs kernels (nccl's too) after the call returns (08).
 
-    With ``folder``, a :class:`~helpers.collectives.stall.StallWatch` notes there where this rank
-    stands still for ``patience`` s, and ends it after ``give_up`` s (a deadlocked ring).
+    A timer that reads the clock without it measures how fast work is queued, not how fast it runs.
+    On a CPU there is nothing to wait for.
     """
-    with StallWatch(folder, rank, patience, give_up) if folder else contextlib.nullcontext():
-        return _compare_reduce_scatter(rank, world_size, fn, numel)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
-def _compare_reduce_scatter(rank: int, world_size: int, fn: Callable, numel: int) -> dict:
-    x = torch.randn(numel, generator=torch.Generator().manual_seed(rank)).to(local_device())
-    theirs, mine = x.clone(), x.clone()
-    i_theirs, i_mine = fn(theirs), ring_reduce_scatter(mine)
-    if i_theirs != i_mine:
-        return {"same_chunk": False, "owned": i_theirs, "expected": owned_chunk(rank, world_size), "max_abs_diff": None}
-    i = i_mine
-    diff = max_abs_diff([theirs.tensor_split(world_size)[i]], [mine.tensor_split(world_size)[i]])
-    return {"same_chunk": True, "owned": i, "expected": i, "max_abs_diff": agree(diff, "max")}
+def seconds_per_call(fn: Callable[[], object], inner: int, device: torch.device) -> float:
+    """Seconds per call of ``fn``, over ``inner`` calls, the device synchronised before and after (08)."""
+    synchronize(device)
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    synchronize(device)
+    return (time.perf_counter() - t0) / inner
 
 
-def run_reduce_scatter_check(fn: Callable, nprocs: int = 4, numel: int = 1000, timeout: float = 60,
-                             patience: float = 5.0, give_up: float = 20.0) -> dict:
-    """Check a student's ring reduce-scatter against the recipe's on ``nprocs`` ranks (08's code exercise).
-
-    ``fn`` must live in a file (``%%writefile my_ring.py``), since the ranks import it. Returns
-    ``{"ok", "max_abs_diff", "per_rank"}``; ok when every rank owns the right chunk and its sum
-    matches to float rounding. Ranks that stand still for ``patience`` s are said to wait, with
-    where; after ``give_up`` s they are ended and :class:`~helpers.collectives.stall.RingDeadlock`
-    (a ``TimeoutError``) says why, long before ``timeout``.
-    """
-    check_importable(fn)
-    if not 0 < patience <= give_up:
-        raise ValueError(f"need 0 < patience <= give_up (seconds), got patience={patience!r}, give_up={give_up!r}")
-    with tempfile.TemporaryDirectory(prefix="ring-check-") as folder, watch_ranks(folder, patience, give_up):
-        try:
-            ranks = launch(reduce_scatter_check_worker, nprocs, args=(fn, numel, folder, patience, give_up),
-                           timeout=timeout, verbose=False)
-        except LaunchError:
-            deadlock = gave_up(folder, give_up)
-            if deadlock is None:
-                raise
-            raise deadlock from None
-    ok = all(r["same_chunk"] for r in ranks) and ranks[0]["max_abs_diff"] < 1e-4
-    return {"ok": ok, "max_abs_diff": ranks[0]["max_abs_diff"], "per_rank": ranks}
-
-
-def _best_times(fns: dict[str, Callable[[], object]], repeats: int, inner: int) -> dict[str, float]:
+def _best_times(fns: dict[str, Callable[[], object]], repeats: int, inner: int,
+                device: torch.device = torch.device("cpu")) -> dict[str, float]:
     """Best (over ``repeats``) of the slowest rank's seconds per call of each function, taken in turn.
 
-    The functions alternate within every repeat, so a burst of outside load hits them alike.
+    The functions alternate within every repeat, so a burst of outside load hits them alike; on a
+    GPU each timing waits for the device (:func:`seconds_per_call`).
     """
     best = {name: float("inf") for name in fns}
     for fn in fns.values():
@@ -182,10 +178,7 @@ def _best_times(fns: dict[str, Callable[[], object]], repeats: int, inner: int) 
     for _ in range(repeats):
         for name, fn in fns.items():
             dist.barrier()
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            best[name] = min(best[name], agree((time.perf_counter() - t0) / inner, "max"))
+            best[name] = min(best[name], agree(seconds_per_call(fn, inner, device), "max"))
     return best
 
 
@@ -203,7 +196,7 @@ def sweep_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int)
         part, recv = x[:size // 4 // world_size].clone(), torch.empty(size // 4 // world_size, device=dev)
         inner = max(2, min(20, 2**20 // size))  # several calls per timing for small messages
         t = _best_times({"gloo_s": lambda: dist.all_reduce(x), "ring_s": lambda: ring_all_reduce(x),
-                         "step_s": lambda: _exchange(part, recv), "add_s": lambda: part.add_(recv)}, repeats, inner)
+                         "step_s": lambda: _exchange(part, recv), "add_s": lambda: part.add_(recv)}, repeats, inner, dev)
         out.append({"bytes": size, **t})
     return out
 
@@ -284,3 +277,4 @@ def run_sweep(sizes: Sequence[int] = SWEEP_SIZES, nprocs: int = 2, repeats: int 
             "step_alpha_s": alpha_p, "step_beta_s_per_byte": beta_p, "add_gamma_s_per_byte": gamma,
             "ring_prediction_error": max(abs(r["ring_model_s"] / r["ring_s"] - 1) for r in large),
             "ring_vs_gloo_busbw": min(r["ring_busbw_gbs"] / r["gloo_busbw_gbs"] for r in large)}
+

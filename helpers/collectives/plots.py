@@ -1,4 +1,5 @@
-"""Pictures of notebook 08: who holds what before and after each collective, bus bandwidth, DDP from scratch (08)."""
+"""Pictures of notebook 08 (who holds what before and after each collective, bus bandwidth, DDP from scratch), and the
+sweep read out in sentences generated from its numbers (08)."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -6,9 +7,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..core.plots import finish
-from .instruments import alpha_beta_time
+from .instruments import COLLECTIVES, alpha_beta_time
 
-__all__ = ["plot_collectives", "plot_bus_bandwidth", "plot_scratch_ddp"]
+__all__ = ["plot_collectives", "plot_bus_bandwidth", "sweep_summary", "plot_scratch_ddp"]
 
 
 def _holdings(ax, rows: list, title: str, vmax: float) -> None:
@@ -38,7 +39,7 @@ def plot_collectives(results: dict[str, list[dict]], label: str = "") -> Figure 
     ``results`` is :func:`run_collectives`'s answer. Rank ``r`` starts with ``10r, 10r + 1, …``, so
     each number tells where it came from.
     """
-    ops = list(results)
+    ops = [op for op in results if op in COLLECTIVES]
     vmax = max(v for op in ops for r in results[op] for side in ("before", "after") for v in (r[side] or [0]))
     fig, axes = plt.subplots(len(ops), 2, figsize=(6.4, 1.0 + 0.32 * len(results[ops[0]]) * len(ops)), squeeze=False)
     for (a, b), op in zip(axes, ops):
@@ -66,19 +67,39 @@ def plot_bus_bandwidth(sweep: dict, label: str = "") -> Figure | None:
               title=f"busbw = bytes/time · 2(n−1)/n, n = {sweep['world_size']}")
     for a in ax:
         a.grid(alpha=0.3)
-        a.legend(fontsize=7)
+        a.legend(fontsize=9)
     return finish(fig, label)
+
+
+def sweep_summary(sweep: dict) -> list[str]:
+    """What the sweep shows, in sentences generated from its numbers: α's and β's ranges, busbw, buckets (08)."""
+    t = {r["bytes"]: r["gloo_s"] for r in sweep["sizes"]}
+    b = sorted(t)
+    small, large = (b[0], b[2]), (b[-3], b[-1])  # 1 → 16 KiB and 1 → 16 MiB: 16× the bytes each
+    grow = [t[hi] / t[lo] for lo, hi in (small, large)]
+    size = lambda x: f"{x / 2**20:g} MiB" if x >= 2**20 else f"{x / 2**10:g} KiB"  # noqa: E731
+    lines = [f"all_reduce time, {size(lo)} → {size(hi)} ({hi // lo}× the bytes): ×{g:.1f}"
+             for (lo, hi), g in zip((small, large), grow)]
+    if grow[0] < 4 < grow[1]:
+        lines.append("  so small messages pay mostly α (time barely grows), large ones mostly β (time grows with bytes)")
+    busbw = [f"{r['gloo_busbw_gbs']:.2f}" for r in sweep["sizes"][-3:]]
+    lines.append(f"bus bandwidth at {', '.join(size(r['bytes']) for r in sweep['sizes'][-3:])}: {', '.join(busbw)} GB/s")
+    k = b[-3] // b[0]
+    lines.append(f"{k:,} all-reduces of {size(b[0])}: {k * t[b[0]] * 1e3:.0f} ms; one of {size(b[-3])}: "
+                 f"{t[b[-3]] * 1e3:.1f} ms ({k * t[b[0]] / t[b[-3]]:.0f}× less), the same bytes")
+    return lines
 
 
 def plot_scratch_ddp(res: dict, label: str = "") -> Figure | None:
     """Step time of each from-scratch DDP version beside DDP's, with its difference in parameters (08)."""
     names = list(res["step_s"])
-    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    fig, ax = plt.subplots(figsize=(7.2, 3.8))
     bars = ax.bar(names, [1e3 * res["step_s"][v] for v in names], color=["gray"] + ["C0"] * (len(names) - 1))
     for bar, v in zip(bars, names):
         ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), f"{res['ratio'][v]:.2f}×\nΔ={res['max_abs_diff'][v]:.0e}",
-                ha="center", va="bottom", fontsize=7)
-    ax.set(ylabel="ms per training step", title="DDP rebuilt from hooks: step time (× DDP's), Δ = max |params − DDP's|")
+                ha="center", va="bottom", fontsize=9)
+    ax.set(ylabel="ms per training step", title="DDP rebuilt from hooks: step time (× DDP's)\n"
+                                                 "Δ = max |parameters − DDP's|")
     ax.set_ylim(0, 1.3 * max(b.get_height() for b in bars))
     ax.grid(alpha=0.3, axis="y")
     return finish(fig, label)

@@ -17,8 +17,8 @@ import torch.distributed as dist
 from torch import nn
 
 __all__ = ["ring_neighbours", "owned_chunk", "recv_buffer", "ring_all_reduce_naive", "ring_reduce_scatter", "ring_all_gather",
-           "ring_all_reduce", "broadcast_parameters", "allreduce_gradients", "allreduce_gradients_bucketed",
-           "make_buckets", "OverlappedDDP"]
+           "ring_all_reduce", "broadcast_state", "allreduce_gradients",
+           "allreduce_gradients_bucketed", "make_buckets", "OverlappedDDP"]
 
 
 def ring_neighbours() -> tuple[int, int]:
@@ -66,8 +66,8 @@ def ring_all_reduce_naive(t: torch.Tensor) -> torch.Tensor:
 
 
 def owned_chunk(rank: int, world_size: int) -> int:
-    """The chunk a rank holds fully reduced after :func:`ring_reduce_scatter`: its right neighbour's index (08)."""
-    return (rank + 1) % world_size
+    """The chunk a rank holds fully reduced after :func:`ring_reduce_scatter`: the one it added into last (08)."""
+    return (rank - (world_size - 2) - 1) % world_size if world_size > 1 else 0
 
 
 def ring_reduce_scatter(t: torch.Tensor) -> int:
@@ -75,18 +75,20 @@ def ring_reduce_scatter(t: torch.Tensor) -> int:
 
     ``t`` (contiguous) is cut into ``n`` chunks. At step ``s`` rank ``r`` sends its running sum of
     chunk ``r − s`` to the right and adds what arrives from the left into chunk ``r − s − 1``.
-    After ``n − 1`` steps chunk :func:`owned_chunk` of ``t`` holds the sum over all ranks (the
-    other chunks hold partial sums). Returns that chunk's index.
+    The chunk it adds into at the last step then holds the sum over all ranks (the other chunks
+    hold partial sums): that chunk's index is returned. Not necessarily chunk ``rank``, where
+    ``dist.reduce_scatter`` puts rank ``r``'s piece.
     """
     rank, n = dist.get_rank(), dist.get_world_size()
     chunks = t.view(-1).tensor_split(n)  # views: the sums land in t itself
     recv = recv_buffer(chunks[0])
+    recv_i = rank  # one rank: its own chunk is already the sum
     for s in range(n - 1):
         send_i, recv_i = (rank - s) % n, (rank - s - 1) % n
         buf = recv[:chunks[recv_i].numel()]
         _exchange(chunks[send_i], buf)
         chunks[recv_i].add_(buf)
-    return owned_chunk(rank, n)
+    return recv_i  # complete: every rank's contribution has been added into it
 
 
 def ring_all_gather(t: torch.Tensor, owned: int) -> torch.Tensor:
@@ -114,14 +116,23 @@ def ring_all_reduce(t: torch.Tensor) -> torch.Tensor:
     return ring_all_gather(t, ring_reduce_scatter(t))
 
 
-def broadcast_parameters(model: nn.Module, src: int = 0) -> None:
-    """Make every rank start from rank ``src``'s parameters, as DDP does when it wraps a model (08)."""
-    for p in model.parameters():
-        dist.broadcast(p.data, src)
+def broadcast_state(model: nn.Module, src: int = 0) -> None:
+    """Make every rank start from rank ``src``'s parameters and buffers, as DDP does when it wraps a model (08).
+
+    Buffers too: BatchNorm's running statistics are part of the model, and DDP broadcasts them
+    when it wraps the model (``init_sync=True``, its default).
+    """
+    for t in [*model.parameters(), *model.buffers()]:
+        dist.broadcast(t.data, src)
+
 
 
 def allreduce_gradients(model: nn.Module) -> None:
-    """DDP v1: after ``backward()``, average each parameter's gradient over the ranks, one all-reduce each (08)."""
+    """DDP v1: after ``backward()``, average each parameter's gradient over the ranks, one all-reduce each (08).
+
+    A parameter without a gradient is skipped: every rank must then lack it alike, else the ranks
+    call different numbers of all-reduces (DDP's ``find_unused_parameters`` exists for that case).
+    """
     n = dist.get_world_size()
     for p in model.parameters():
         if p.grad is not None:
@@ -129,15 +140,18 @@ def allreduce_gradients(model: nn.Module) -> None:
             p.grad.div_(n)
 
 
-def make_buckets(params: list[nn.Parameter], bucket_bytes: int) -> list[list[nn.Parameter]]:
+def make_buckets(params: list[nn.Parameter], bucket_bytes: float) -> list[list[nn.Parameter]]:
     """Group parameters into buckets of about ``bucket_bytes``, last layer first (backward's order) (08).
 
-    A bucket closes once it reaches ``bucket_bytes``; DDP does the same (``bucket_cap_mb``).
+    A bucket closes once it reaches ``bucket_bytes``; DDP does the same (``bucket_cap_mb``). No
+    bucket is empty: ``bucket_bytes=0`` gives one bucket per parameter, no parameters no bucket.
     """
-    buckets: list[list[nn.Parameter]] = [[]]
+    if isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, (int, float)) or not bucket_bytes >= 0:
+        raise ValueError(f"bucket_bytes must be a number >= 0 (bytes per bucket), got {bucket_bytes!r}")
+    buckets: list[list[nn.Parameter]] = []
     size = 0
     for p in reversed(params):
-        if size >= bucket_bytes:
+        if not buckets or size >= bucket_bytes:
             buckets.append([])
             size = 0
         buckets[-1].append(p)
@@ -165,33 +179,57 @@ class OverlappedDDP:
 
     ``register_post_accumulate_grad_hook`` tells us when a parameter's ``.grad`` is final; when a
     bucket's last gradient arrives, its all-reduce starts (``async_op=True``) while backward goes
-    on computing earlier layers. Call :meth:`finish` after ``backward()``, before
-    ``optimizer.step()``: it waits for the all-reduces and writes the averaged gradients back.
+    on computing earlier layers. Call the wrapper as the model (it first copies rank 0's buffers to
+    every rank, as DDP does at each forward by default: ``forward_sync_buffers``); call :meth:`finish` after ``backward()``, before ``optimizer.step()``:
+    it waits for the all-reduces and writes the averaged gradients back. Several backward passes
+    before ``finish()`` each send the buckets again, so the gradients end up summed over the passes
+    and averaged over the ranks, as with DDP.
     """
 
     def __init__(self, model: nn.Module, bucket_bytes: int = 2**20) -> None:
-        broadcast_parameters(model)
+        broadcast_state(model)
         self.model = model
         self.buckets = make_buckets([p for p in model.parameters() if p.requires_grad], bucket_bytes)
         self.bucket_of = {p: i for i, b in enumerate(self.buckets) for p in b}
-        self.ready = [0] * len(self.buckets)
+        self.arrived: list[set[int]] = [set() for _ in self.buckets]  # ids of the parameters whose gradient is in
+        self.seen: set[int] = set()  # every parameter whose gradient arrived since the last finish()
         self.pending: list[tuple[dist.Work, torch.Tensor, int]] = []
         for p in self.bucket_of:
             p.register_post_accumulate_grad_hook(self._grad_ready)
 
+    def __call__(self, *args, **kwargs):
+        for b in self.model.buffers():  # DDP's forward_sync_buffers: rank 0's running statistics everywhere
+            dist.broadcast(b.data, 0)
+        return self.model(*args, **kwargs)
+
     def _grad_ready(self, p: nn.Parameter) -> None:
         i = self.bucket_of[p]
-        self.ready[i] += 1
-        if self.ready[i] == len(self.buckets[i]):  # the bucket is complete: send it now, during backward
+        self.arrived[i].add(id(p))
+        self.seen.add(id(p))
+        if len(self.arrived[i]) == len(self.buckets[i]):  # the bucket is complete: send it now, during backward
+            self.arrived[i].clear()  # a second backward before finish() sends it again
             flat = torch.cat([q.grad.view(-1) for q in self.buckets[i]]).div_(dist.get_world_size())
             self.pending.append((dist.all_reduce(flat, async_op=True), flat, i))
 
     def finish(self) -> None:
-        """Wait for every bucket's all-reduce and copy the averaged gradients back into ``.grad`` (08)."""
+        """Wait for every bucket's all-reduce and copy the averaged gradients back into ``.grad`` (08).
+
+        Raises RuntimeError if backward gave some trainable parameters no gradient: their buckets
+        were never complete, so the other gradients in them were never averaged (DDP refuses this
+        too, unless it is built with ``find_unused_parameters=True``).
+        """
         for work, flat, i in self.pending:
             work.wait()
             bucket = self.buckets[i]
             for p, g in zip(bucket, flat.split([p.numel() for p in bucket])):
                 p.grad.copy_(g.view_as(p))
         self.pending.clear()
-        self.ready = [0] * len(self.buckets)
+        names = {p: name for name, p in self.model.named_parameters()}
+        missing = [names[p] for p in self.bucket_of if self.seen and id(p) not in self.seen]
+        self.arrived, self.seen = [set() for _ in self.buckets], set()
+        if missing:
+            raise RuntimeError(
+                f"these trainable parameters got no gradient in backward: {', '.join(missing)}. Their buckets were "
+                "never complete, so the gradients sharing those buckets were not averaged and the ranks would drift apart. "
+                "Use every trainable parameter in the loss, or freeze the unused ones with requires_grad_(False) "
+                "before wrapping the model (DDP raises here too, unless built with find_unused_parameters=True).")

@@ -5,7 +5,6 @@ after a few SGD steps its parameters must equal DDP's, and its step time is meas
 """
 from __future__ import annotations
 
-import time
 from typing import Callable
 
 import torch
@@ -18,6 +17,7 @@ from ..core.models import MLP
 from ..dist.launcher import launch
 from ..dist.ranks import agree, local_device
 from ..dist.throughput import rank_share
+from .instruments import seconds_per_call
 from .recipe import OverlappedDDP, allreduce_gradients, allreduce_gradients_bucketed
 
 __all__ = ["VARIANTS", "scratch_model", "scratch_ddp_worker", "run_scratch_ddp"]
@@ -46,7 +46,8 @@ def _step_fn(variant: str, hidden: tuple[int, ...], bucket_bytes: int, lr: float
     elif variant == "bucketed":
         sync = lambda: allreduce_gradients_bucketed(model, bucket_bytes)  # noqa: E731
     elif variant == "overlapped":
-        sync = OverlappedDDP(model, bucket_bytes).finish
+        wrapped = OverlappedDDP(model, bucket_bytes)
+        net, sync = wrapped, wrapped.finish  # type: ignore[assignment]
     else:
         raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
 
@@ -78,12 +79,7 @@ def scratch_ddp_worker(rank: int, world_size: int, variants: tuple[str, ...], hi
     for _ in range(repeats):
         for v, (_, step) in runs.items():
             dist.barrier()
-            t0 = time.perf_counter()
-            for _ in range(timed_steps):
-                step()
-            if dev.type == "cuda":
-                torch.cuda.synchronize(dev)
-            best[v] = min(best[v], agree((time.perf_counter() - t0) / timed_steps, "max"))
+            best[v] = min(best[v], agree(seconds_per_call(step, timed_steps, dev), "max"))
     ref = params.get("ddp")
     return {"step_s": best, "max_abs_diff": {v: max_abs_diff(p, ref) for v, p in params.items()} if ref else {},
             "parameters": sum(p.numel() for p in runs[variants[0]][0].parameters())}

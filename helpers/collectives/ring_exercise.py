@@ -1,0 +1,209 @@
+"""The check of notebook 08's code exercise: a ring reduce-scatter judged message by message (08).
+
+Comparing the student's result with ``dist.reduce_scatter`` cannot tell a ring from a shortcut
+(``dist.all_reduce`` gives the same numbers). So each rank runs the student's function under a
+:class:`MessageLog`, which records every point-to-point message it sends and receives and every
+collective it calls, and :func:`judge_ring` checks what a ring reduce-scatter must do: no
+collective; n − 1 messages to the right neighbour and n − 1 from the left; message ``k`` of rank
+``r`` holds one chunk summed over ranks ``r, r − 1, …, r − k`` (what the rank holds after each
+step); and at the end chunk ``r`` of ``t`` holds the sum over all ranks, as ``dist.reduce_scatter``
+gives rank ``r`` piece ``r``.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import random
+import tempfile
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.distributed as dist
+from torch.distributed import distributed_c10d
+
+from ..core.i18n import tr
+from ..dist.launcher import LaunchError, check_importable, launch
+from ..dist.ranks import local_device
+from .stall import StallWatch, gave_up, watch_ranks
+
+__all__ = ["MessageLog", "judge_ring", "reduce_scatter_check_worker", "run_reduce_scatter_check", "CHECK_SIZES"]
+
+_SENDS, _RECVS = ("send", "isend"), ("recv", "irecv")
+_COLLECTIVES = ("all_reduce", "all_reduce_coalesced", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
+                "all_gather_coalesced", "all_gather_object", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
+                "all_to_all_single", "gather", "scatter", "gather_object", "scatter_object_list",
+                "broadcast_object_list", "send_object_list", "recv_object_list", "_all_gather_base",
+                "_reduce_scatter_base")
+CHECK_SIZES = (1003, 7)  # 4 ranks: chunks of 251, 251, 251, 250 values, then of 2, 2, 2, 1
+
+
+def _peer(args: tuple, kwargs: dict, key: str) -> int | None:
+    peer = kwargs.get(key, args[1] if len(args) > 1 else None)
+    return kwargs.get("group_" + key) if peer is None else peer
+
+
+class MessageLog:
+    """While active in a rank: every message sent (peer, a copy of the data), received (peer, size), and every
+    collective called, by ``torch.distributed``'s functions however they were imported (08).
+
+    Patches ``torch.distributed``, ``distributed_c10d`` and the names in ``namespace`` (the student's
+    module: ``from torch.distributed import isend``) for as long as the ``with`` lasts.
+    """
+
+    def __init__(self, namespace: dict | None = None) -> None:
+        self.namespace = namespace if namespace is not None else {}
+        self.sent: list[tuple[int | None, torch.Tensor]] = []
+        self.received: list[tuple[int | None, int]] = []
+        self.collectives: list[str] = []
+        self._depth = 0  # dist.send calls isend inside: log the outer call only
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def _note(self, name: str, args: tuple, kwargs: dict) -> None:
+        if name in _SENDS:
+            tensor = kwargs.get("tensor", args[0] if args else None)
+            self.sent.append((_peer(args, kwargs, "dst"), tensor.detach().reshape(-1).cpu().clone()))
+        elif name in _RECVS:
+            tensor = kwargs.get("tensor", args[0] if args else None)
+            self.received.append((_peer(args, kwargs, "src"), tensor.numel()))
+        elif name == "batch_isend_irecv":
+            for op in (args[0] if args else kwargs.get("p2p_op_list", [])):
+                kind = getattr(op.op, "__name__", "")
+                self._note(kind, (op.tensor, op.peer), {})
+        else:
+            self.collectives.append(name)
+
+    def _wrap(self, name: str, original: Callable) -> Callable:
+        @functools.wraps(original)
+        def logged(*args: Any, **kwargs: Any) -> Any:
+            if self._depth:
+                return original(*args, **kwargs)
+            self._depth += 1
+            try:
+                self._note(name, args, kwargs)
+                return original(*args, **kwargs)
+            finally:
+                self._depth -= 1
+        return logged
+
+    def __enter__(self) -> MessageLog:
+        wrappers: dict[int, Callable] = {}
+        for name in (*_SENDS, *_RECVS, "batch_isend_irecv", *_COLLECTIVES):
+            original = getattr(distributed_c10d, name, None) or getattr(dist, name, None)
+            if original is None:
+                continue
+            wrappers[id(original)] = wrapper = self._wrap(name, original)
+            for module in (dist, distributed_c10d):
+                if getattr(module, name, None) is original:
+                    self._undo.append((module, name, original))
+                    setattr(module, name, wrapper)
+        for key, value in list(self.namespace.items()):
+            if id(value) in wrappers:
+                self._undo.append((self.namespace, key, value))
+                self.namespace[key] = wrappers[id(value)]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for where, name, original in reversed(self._undo):
+            if isinstance(where, dict):
+                where[name] = original
+            else:
+                setattr(where, name, original)
+        self._undo.clear()
+
+
+def _inputs(seed: int, numel: int, rank: int) -> torch.Tensor:
+    return torch.randn(numel, generator=torch.Generator().manual_seed(seed * 1009 + rank))
+
+
+def judge_ring(log: MessageLog, t: torch.Tensor, inputs: Sequence[torch.Tensor], rank: int) -> str | None:
+    """What is wrong with this rank's ring reduce-scatter, from its messages and its result; None if nothing (08).
+
+    ``inputs``: every rank's tensor before the call; ``t``: this rank's after it.
+    """
+    n = len(inputs)
+    left, right = (rank - 1) % n, (rank + 1) % n
+    tol = 1e-5 * (1 + max(float(x.abs().max()) for x in inputs) * n)
+    if log.collectives:
+        return tr("collectives.ex_collective", "it called dist.{name}, a collective: build the reduce-scatter from "
+                  "dist.isend and dist.recv between ring neighbours only", name=log.collectives[0])
+    for peer, _ in log.sent:
+        if peer != right:
+            return tr("collectives.ex_send_peer", "rank {rank} sent a message to rank {peer}; on a ring each rank sends "
+                      "only to its right neighbour, rank {right}", rank=rank, peer=peer, right=right)
+    for peer, _ in log.received:
+        if peer is None:
+            return tr("collectives.ex_recv_any", "rank {rank} received from any rank (no src); on a ring each rank "
+                      "receives only from its left neighbour, rank {left}", rank=rank, left=left)
+        if peer != left:
+            return tr("collectives.ex_recv_peer", "rank {rank} received from rank {peer}; on a ring each rank receives "
+                      "only from its left neighbour, rank {left}", rank=rank, peer=peer, left=left)
+    if len(log.sent) != n - 1 or len(log.received) != n - 1:
+        return tr("collectives.ex_count", "on {n} ranks, rank {rank} sent {sent} and received {received} messages; a "
+                  "ring reduce-scatter takes n − 1 = {steps} steps of one chunk each", n=n, rank=rank,
+                  sent=len(log.sent), received=len(log.received), steps=n - 1)
+    partial = torch.zeros_like(inputs[0])
+    for k, (_, data) in enumerate(log.sent):
+        partial = partial + inputs[(rank - k) % n]  # ranks rank, rank − 1, …, rank − k
+        if not any(c.numel() == data.numel() and float((c - data).abs().max()) <= tol for c in partial.tensor_split(n)):
+            return tr("collectives.ex_step", "message {step} of rank {rank} (of {size} values) is not one chunk summed "
+                      "over ranks {ranks}: at each step a rank sends one chunk of t.view(-1).tensor_split(n), holding "
+                      "its own value plus everything received for that chunk so far", step=k + 1, rank=rank,
+                      size=data.numel(), ranks=", ".join(str((rank - j) % n) for j in range(k + 1)))
+    mine, total = t.detach().reshape(-1).cpu().tensor_split(n)[rank], sum(inputs).tensor_split(n)[rank]
+    if mine.numel() != total.numel() or float((mine - total).abs().max()) > tol:
+        return tr("collectives.ex_owned", "after the ring, chunk {rank} of t on rank {rank} is not the sum of chunk "
+                  "{rank} over all ranks: like dist.reduce_scatter, rank r must end with piece r complete", rank=rank)
+    return None
+
+
+def reduce_scatter_check_worker(rank: int, world_size: int, fn: Callable, sizes: Sequence[int], seed: int,
+                                folder: str | None = None, patience: float = 5.0, give_up: float = 20.0) -> list:
+    """In each rank: run the student's ``fn(t)`` under a :class:`MessageLog` for each size; judge each run (08).
+
+    With ``folder``, a :class:`~helpers.collectives.stall.StallWatch` notes there where this rank
+    stands still for ``patience`` s, and ends it after ``give_up`` s (a deadlocked ring).
+    """
+    verdicts = []
+    with StallWatch(folder, rank, patience, give_up) if folder else contextlib.nullcontext():
+        for numel in sizes:
+            inputs = [_inputs(seed, numel, r) for r in range(world_size)]  # every rank's, to judge the sums
+            t = inputs[rank].clone().to(local_device())
+            with MessageLog(getattr(fn, "__globals__", None)) as log:
+                fn(t)
+            verdicts.append((numel, judge_ring(log, t, inputs, rank)))
+            dist.barrier()
+    return verdicts
+
+
+def run_reduce_scatter_check(fn: Callable, nprocs: int = 4, sizes: Sequence[int] = CHECK_SIZES, timeout: float = 60,
+                             patience: float = 5.0, give_up: float = 20.0, numel: int | None = None) -> dict:
+    """Judge a student's ring reduce-scatter ``fn(t)`` on ``nprocs`` ranks, message by message (08's code exercise).
+
+    ``fn`` must live in a file (``%%writefile my_ring.py``), since the ranks import it; ``numel``
+    is short for ``sizes=(numel,)``. Returns
+    ``{"ok", "problem"}``: the first problem any rank's run showed (:func:`judge_ring`), with where.
+    Ranks that stand still for ``patience`` s are said to wait, with where; after ``give_up`` s
+    they are ended and :class:`~helpers.collectives.stall.RingDeadlock` (a ``TimeoutError``) says
+    why, long before ``timeout``.
+    """
+    check_importable(fn)
+    sizes = (numel,) if numel is not None else tuple(sizes)
+    if not 0 < patience <= give_up:
+        raise ValueError(f"need 0 < patience <= give_up (seconds), got patience={patience!r}, give_up={give_up!r}")
+    seed = random.randrange(10**6)  # inputs no one can know in advance
+    with tempfile.TemporaryDirectory(prefix="ring-check-") as folder, watch_ranks(folder, patience, give_up):
+        try:
+            ranks = launch(reduce_scatter_check_worker, nprocs, args=(fn, sizes, seed, folder, patience,
+                                                                      give_up), timeout=timeout, verbose=False)
+        except LaunchError:
+            deadlock = gave_up(folder, give_up)
+            if deadlock is None:
+                raise
+            raise deadlock from None
+    for verdicts in ranks:
+        for numel, problem in verdicts:
+            if problem:
+                return {"ok": False, "problem": tr("collectives.ex_where", "on {n} ranks with {numel} values, {problem}",
+                                                   n=nprocs, numel=numel, problem=problem)}
+    return {"ok": True, "problem": None}
+
