@@ -77,7 +77,9 @@ def test_measured_bytes_equal_the_calculator_and_training_equals_one_process():
     assert by["fsdp2"]["measured_bytes"]["params"] == 4 * psi // 2
     assert by["fsdp2"]["measured_bytes"]["gathered"] == 2 * 4 * (64 * 64 + 64)   # two layers whole at the peak
     assert by["ddp"]["comm"]["calls"] == {"allreduce_": 1}       # a steady step: no bucket-rebuild broadcasts
-    assert by["ddp"]["ddp_buckets"] == {"buckets": 4 * psi, "grads_are_buckets": True}
+    assert by["ddp"]["ddp_buckets"] == {"buckets": 4 * psi, "grad_storages": 1, "grads_are_buckets": True}
+    assert by["ddp"]["ddp_buckets_default"] == {"buckets": 4 * psi, "grad_storages": 4, "grads_are_buckets": False,
+                                                "grads": 4 * psi}   # DDP's default: gradients beside the buckets
 
 
 def test_on_three_ranks_the_largest_rank_holds_what_the_calculator_says():

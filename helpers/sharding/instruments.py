@@ -91,14 +91,14 @@ def rank_bytes(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
 
 
 def ddp_bucket_bytes(net: nn.Module) -> dict[str, int]:
-    """Bytes of DDP's gradient buckets, as DDP reports them (``_get_ddp_logging_data``), and whether the gradients
-    are views into them (``gradient_as_bucket_view=True``: the gradients' storages are the buckets) (09)."""
+    """Bytes of DDP's gradient buckets, as DDP reports them (``_get_ddp_logging_data``), how many storages the
+    gradients live in, and whether those are the buckets (``gradient_as_bucket_view=True``) (09)."""
     data = net._get_ddp_logging_data()
     sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""
     bucket = sum(int(x) for x in str(sizes).split(",") if x.strip())
     storages = {p.grad.untyped_storage().data_ptr(): p.grad.untyped_storage().nbytes()
                 for p in net.module.parameters() if p.grad is not None}
-    return {"buckets": bucket, "grads_are_buckets": bool(data.get("gradient_as_bucket_view"))
+    return {"buckets": bucket, "grad_storages": len(storages), "grads_are_buckets": bool(data.get("gradient_as_bucket_view"))
             and sum(storages.values()) == bucket}
 
 

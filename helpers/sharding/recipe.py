@@ -163,12 +163,13 @@ def model_parameters(layers: int = 8, width: int = 512) -> int:
     return layers * (width * width + width)
 
 
-def shard_ddp(model: nn.Module, lr: float = 1e-3) -> tuple[nn.Module, torch.optim.Optimizer]:
-    """DDP with Adam: everything replicated; gradients are views into DDP's buckets, not a second copy (09)."""
+def shard_ddp(model: nn.Module, lr: float = 1e-3, bucket_view: bool = True) -> tuple[nn.Module, torch.optim.Optimizer]:
+    """DDP with Adam: everything replicated; with ``bucket_view`` the gradients are views into DDP's buckets,
+    not a second copy (DDP's default is ``False``) (09)."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     dev = next(model.parameters()).device
-    net = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None, gradient_as_bucket_view=True)
+    net = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None, gradient_as_bucket_view=bucket_view)
     return net, torch.optim.Adam(net.parameters(), lr=lr)
 
 

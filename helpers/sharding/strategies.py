@@ -22,7 +22,7 @@ from ..dist.launcher import launch
 from ..dist.ranks import choose_backend, local_device
 from .instruments import (BUILDERS, CollectiveBytes, GatheredPeak, best_time, comm_seconds, ddp_bucket_bytes, fit_link,
                           full_parameters, local_tensor, rank_bytes, reference_parameters, synthetic_regression, train_step)
-from .recipe import make_model, memory_per_rank, model_parameters, shard_tp
+from .recipe import make_model, memory_per_rank, model_parameters, shard_ddp, shard_tp
 
 __all__ = ["sharding_worker", "run_sharding", "tp_block_worker", "run_tp_block"]
 
@@ -84,6 +84,11 @@ def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layer
         row = {"measured_bytes": held, "comm": counter.summary(), "params": full_parameters(model)}
         if s in ("ddp", "zero1"):
             row["ddp_buckets"] = ddp_bucket_bytes(net)
+        if s == "ddp":  # and with DDP's default, gradient_as_bucket_view=False: the gradients apart from the buckets
+            dnet, dopt = shard_ddp(make_model(layers, width).to(dev), lr=lr, bucket_view=False)
+            for _ in range(2):
+                train_step(dnet, dopt, xb, yb, autocast)
+            row["ddp_buckets_default"] = ddp_bucket_bytes(dnet) | {"grads": rank_bytes(dnet.module, dopt)["grads"]}
         if repeats:
             row["step_s"] = best_time(lambda: train_step(net, opt, xb, yb, autocast), repeats)
         out["strategies"][s] = row
@@ -210,8 +215,9 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
                    "predicted_bytes": {k: pred[k] for k in parts},
                    "bytes_equal_on_all_ranks": all(h == held[0] for h in held),
                    "max_abs_diff_vs_unsharded": max_abs_diff(got["params"], ref), "comm": got["comm"]}
-            if "ddp_buckets" in got:
-                row["ddp_buckets"] = got["ddp_buckets"]
+            for k in ("ddp_buckets", "ddp_buckets_default"):
+                if k in got:
+                    row[k] = got[k]
             if timed:
                 row["step_s"] = got["step_s"]
                 if n == 1:
