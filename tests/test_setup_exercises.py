@@ -17,13 +17,49 @@ EX = "00.accuracy_no_grad"
 
 
 def right(model, loader):
+    was = model.training
     model.eval()
     correct, seen = 0, 0
     with torch.no_grad():
         for x, y in loader:
             correct += (model(x).argmax(1) == y).sum().item()
             seen += len(y)
+    model.train(was)
     return correct / max(seen, 1)
+
+
+def leaves_the_model_in_eval_mode(model, loader):   # right answer, but the training after it runs in eval mode
+    model.eval()
+    correct, seen = 0, 0
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum().item()
+            seen += len(y)
+    return correct / seen
+
+
+def freezes_the_parameters_instead_of_no_grad(model, loader):   # builds no graph, but training stops updating
+    was = model.training
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    correct, seen = 0, 0
+    for x, y in loader:
+        correct += (model(x).argmax(1) == y).sum().item()
+        seen += len(y)
+    model.train(was)
+    return correct / seen
+
+
+def freezes_and_restores_the_parameters(model, loader):   # clumsy but harmless: accepted
+    flags = [p.requires_grad for p in model.parameters()]
+    for p in model.parameters():
+        p.requires_grad_(False)
+    try:
+        return right(model, loader)
+    finally:
+        for p, f in zip(model.parameters(), flags):
+            p.requires_grad_(f)
 
 
 def right_with_inference_mode_on_the_models_device(model, loader):
@@ -180,9 +216,38 @@ def test_the_threads_question_rounds_down_and_divides():
 
 
 def test_the_visible_gpus_question_renumbers_in_the_listed_order():
-    assert verify("00.gpus_visible_2_3", [2, 3])[0]
-    for wrong in ([4, 3], [2, 1], [4, 1], [2, 2], [1, 3]):   # all GPUs, the old index, the count alone
-        assert not verify("00.gpus_visible_2_3", wrong)[0], wrong
+    assert verify("00.gpus_visible_2_0_3", [3, 0])[0]
+    for wrong in ([3, 1],                    # cuda:1 taken as the machine's GPU 1
+                  [3, 2], [3, 3],            # the list read from the other end, or sorted (0, 2, 3)
+                  [4, 0], [4, 1], [2, 0],    # all GPUs; a list of two
+                  [2, 3], [3, 2, 0, 3]):     # the question's own numbers typed back
+        assert not verify("00.gpus_visible_2_0_3", wrong)[0], wrong
+
+
+@pytest.mark.parametrize("fn, says", [(leaves_the_model_in_eval_mode, "evaluation mode"),
+                                      (freezes_the_parameters_instead_of_no_grad, "requires_grad=False")])
+def test_leaving_the_model_changed_is_refused(fn, says):
+    ok, msg = verify(EX, fn)
+    assert not ok and says in msg and "Hint" in msg, msg
+
+
+def test_freezing_and_restoring_the_parameters_passes():
+    ok, msg = verify(EX, freezes_and_restores_the_parameters)
+    assert ok, msg
+
+
+def test_the_load_average_is_read_against_the_cpus():
+    assert "timings" not in lesson.load_meaning(0.5, 2) and "a CPU was free" in lesson.load_meaning(0.5, 2)
+    assert "may have shared the CPUs" in lesson.load_meaning(2.15, 2)
+    assert "may have shared the CPUs" in lesson.load_meaning(2.0, 2)
+    assert "a CPU was free" in lesson.load_meaning(3.9, 4)
+
+
+@pytest.mark.skipif(not (lesson.openmp_runtime() or "").count("libgomp"), reason="needs Linux with libgomp loaded")
+def test_libgomp_reads_the_wait_policy_only_when_it_is_loaded():
+    lib = lesson.openmp_runtime()
+    assert lesson.libgomp_spin_count(lib, set_before_load=True) == 0
+    assert lesson.libgomp_spin_count(lib, set_before_load=False) > 0
 
 
 def test_the_thread_verdict_names_a_winner_only_when_the_runs_do_not_overlap():

@@ -293,7 +293,7 @@ def runtime_summary() -> dict:
         "cuda_version": torch.version.cuda,
         "gpus": gpu_count(),
         "mps_available": bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()),
-        "cpu_cores": os.cpu_count(),
+        "logical_cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "in_colab": "google.colab" in __import__("sys").modules,
     }

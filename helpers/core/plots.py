@@ -73,7 +73,8 @@ def plot_history(hist: History, label: str = "", ax=None) -> Figure | None:
         ax[0].plot(epochs, hist.val_loss, "s--", label="validation")
         ax[1].plot(epochs, hist.val_acc, "s--", label="validation")
     ax[0].set(xlabel="epoch", ylabel="cross-entropy loss", title="loss")
-    ax[1].set(xlabel="epoch", ylabel="accuracy", title="accuracy", ylim=(0, 1.02))
+    low = min(hist.train_acc + hist.val_acc, default=0.0)   # the range the run covers, up to 100 %
+    ax[1].set(xlabel="epoch", ylabel="accuracy", title="accuracy", ylim=(max(0.0, low - 0.05), 1.01))
     for a in ax:
         a.grid(alpha=0.3)
         a.legend()

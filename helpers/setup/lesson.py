@@ -114,6 +114,15 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
             if tracker.peak > 0:
                 return tr("00.kept_graph", "it kept {bytes:,} bytes of activations for a backward pass that "
                           "evaluation never runs: no graph is needed here", bytes=tracker.peak)
+            if not all(m.training for m in model.modules()):
+                return tr("00.left_eval", "for {what}, your function handed the model back in evaluation mode; "
+                          "it came in training mode, and the training that goes on after your function would run "
+                          "its layers as in evaluation. Hand it back in the mode it came in", what=what)
+            frozen = sum(not p.requires_grad for p in model.parameters())
+            if frozen:
+                return tr("00.froze_params", "for {what}, your function left {n} of the model's parameter tensors "
+                          "with requires_grad=False: training would no longer update them. Leave the model's "
+                          "parameters as they came", what=what, n=frozen)
     return None
 
 
@@ -124,11 +133,12 @@ EXERCISES = [
                   "run, and what share of them may each take without going over?",
              why="More threads than cores take turns on them; the rounding goes down, leaving a core idle rather "
                  "than oversubscribed."),
-    Exercise("00.gpus_visible_2_3", "ints",
-             digest="dfd04ba224ed0b7c04dc2497d40866ac53782fd1677234fa8e7a198c61f8b8ae",
+    Exercise("00.gpus_visible_2_0_3", "ints",
+             digest="24dcb037b85061247d7376a490d08ac869f5f0fff3fc5bc96b8a318bd3c68a4a",
              hint="Write down the list of GPUs this process can see, in the variable's order; then count and number "
                   "that list the way section 2 says torch does.",
-             why="Launchers such as Ray give each worker its GPUs this way: inside, the first one listed is cuda:0."),
+             why="Launchers such as Ray give each worker its GPUs this way: inside, torch numbers the listed GPUs "
+                 "from 0 in the listed order, whatever their numbers outside."),
     Exercise("00.params_hidden128", "int", digest="87f5a9c253ba0d5f7aa79c59027ee19bc43f32d9d83f422477e20ac25383b545",
              hint="In print(model), which layer's input size comes from the pooled feature maps? Work out the shape "
                   "Flatten would hand it without the pool; a Linear has in·out weights plus out biases.",
@@ -162,3 +172,47 @@ def threads_verdict(runs: list[tuple[int, float]], default: int) -> tuple[int, s
                       f"{min(by[slow]):.3f} s fastest): used for the training run below")
     return default, (f"{shown}\nno clear difference (the runs overlap): the training run below keeps the "
                      f"default, {default} thread(s)")
+
+
+def load_meaning(load: float, cpus: int) -> str:
+    """What a 1-minute load average says about section 3's timings, generated from the numbers (00). On Linux it
+    counts tasks running or waiting for a CPU (state R) or for disk I/O (state D), this kernel's own included."""
+    if load >= cpus:
+        return (f"load {load:.2f} >= {cpus} logical CPU(s): on average at least as many tasks wanted to run as there "
+                f"are CPUs (this kernel's runs included), so other work may have shared the CPUs with these runs")
+    return (f"load {load:.2f} < {cpus} logical CPU(s): on average fewer tasks wanted to run than there are CPUs "
+            f"(this kernel's runs included): on average a CPU was free")
+
+
+def openmp_runtime() -> str | None:
+    """The OpenMP library this process has loaded, read from ``/proc/self/maps`` (Linux only; else None) (00)."""
+    import re
+
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        return None
+    libs = sorted({line.split()[-1] for line in maps.splitlines() if re.search(r"/lib(gomp|iomp5|omp)[^/]*\.so", line)})
+    return libs[0] if libs else None
+
+
+def libgomp_spin_count(library: str, set_before_load: bool) -> int | None:
+    """GOMP_SPINCOUNT as libgomp reports it (``OMP_DISPLAY_ENV=VERBOSE``, printed by its load-time constructor) in
+    a fresh Python that sets ``OMP_WAIT_POLICY=PASSIVE`` before or after loading ``library``: 0 means waiting
+    threads sleep at once (00). None where the library printed no such line (not libgomp)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    code = ("import ctypes, os, sys\nbefore = sys.argv[2] == '1'\n"
+            "if before: os.environ['OMP_WAIT_POLICY'] = 'PASSIVE'\n"
+            "ctypes.CDLL(sys.argv[1])\n"
+            "if not before: os.environ['OMP_WAIT_POLICY'] = 'PASSIVE'\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
+    env["OMP_DISPLAY_ENV"] = "VERBOSE"
+    r = subprocess.run([sys.executable, "-c", code, library, "1" if set_before_load else "0"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    m = re.search(r"GOMP_SPINCOUNT = '(\d+)'", r.stderr)
+    return int(m.group(1)) if m else None
