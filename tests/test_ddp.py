@@ -200,30 +200,54 @@ def test_the_conclusion_follows_the_numbers_not_a_story():
     summary = ddp.scaling_summary(_rows({64: (0.8, 0.86, 0.9), 256: (1.4, 1.48, 1.5), 1024: (1.9, 2.0, 2.1),
                                          2048: (1.3, 1.42, 1.5)}))
     assert summary["best"] == 1024 and summary["worst"] == 64
-    assert "peaked at batch 1024, not at the largest" in summary["text"] and "1024" in summary["title"]
-    assert "do not overlap" in summary["text"]
+    assert summary["verdicts"] == {64: "slower", 256: "faster", 1024: "faster", 2048: "faster"}
+    assert "batch 64: 0.86× (0.80–0.90×): 2 processes slower than 1 in every repeat" in summary["text"]
+    assert "higher at 256, 1024 and 2048 than at 64; higher at 1024 than at 256" in summary["text"]
+    assert "lower at 2048 than at 1024" in summary["text"] and "256–2048" in summary["text"]
     overlapping = ddp.scaling_summary(_rows({64: (0.5, 0.9, 1.2), 256: (1.0, 1.1, 1.3), 1024: (1.2, 1.5, 1.6)}))
-    assert overlapping["best"] == 1024 and "cannot tell those apart" in overlapping["text"]
-    assert "rose" not in overlapping["text"] + overlapping["title"] and "ranges overlap" in overlapping["title"]
-    # the run of the second read: only 64 → 256 resolved; no trend may be claimed across the overlapping rest
-    run = ddp.scaling_summary(_rows({64: (0.91, 0.97, 1.11), 256: (1.20, 1.35, 1.41), 1024: (1.25, 1.40, 1.70),
-                                     2048: (1.32, 1.49, 1.72)}))
-    assert "every larger batch" not in run["text"] + run["title"]
-    assert "the median speedup rose from batch 64 to 256." in run["text"] and "256 and 1024, 1024 and 2048" in run["text"]
-    assert run["title"] == "2 processes: speedup rose 64→256; ranges overlap 256–1024, 1024–2048"
+    assert overlapping["best"] == 1024 and "overlap for every pair" in overlapping["text"]
+    assert "higher" not in overlapping["text"] + overlapping["title"]
+    assert overlapping["title"].endswith("speedup not told apart between any two batches")
     falling = ddp.scaling_summary(_rows({64: (1.8, 1.9, 2.0), 256: (1.4, 1.5, 1.6), 1024: (0.9, 1.0, 1.1)}))
-    assert "fell with every larger batch" in falling["text"] and "1.00× at 1024" in falling["title"]
+    assert "lower at 256 and 1024 than at 64; lower at 1024 than at 256" in falling["text"]
+    assert "batch 1024: 1.00× (0.90–1.10×): no clear difference, the range includes 1×" in falling["text"]
 
 
-def test_the_summary_names_what_besides_the_all_reduce_does_not_split_and_calls_above_ideal_noise():
+def test_the_third_reads_run_compares_every_pair_not_only_neighbours():
+    """64 (0.87–1.12×) overlaps 256, but not 1024 (1.26–1.96×) nor 2048 (1.24–2.30×): that must be said, per batch too."""
+    rows = _rows({64: (0.87, 1.01, 1.12), 256: (1.06, 1.30, 1.50), 1024: (1.26, 1.68, 1.96), 2048: (1.24, 1.92, 2.30)})
+    summary = ddp.scaling_summary(rows)
+    assert summary["verdicts"] == {64: "unclear", 256: "faster", 1024: "faster", 2048: "faster"}
+    assert "the speedup was higher at 1024 and 2048 than at 64." in summary["text"]
+    assert "overlap for 64–256, 256–1024, 256–2048, 1024–2048" in summary["text"]
+    assert "no change" not in summary["text"] + summary["title"]
+    assert summary["title"] == ("2 vs 1 process: faster in every repeat at 256, 1024 and 2048; no clear difference "
+                                "at 64\nspeedup higher at 1024 and 2048 than at 64")
+    # within the 3 % margin of 1×, a range above 1× is no win
+    close = ddp.scaling_summary(_rows({64: (1.01, 1.05, 1.1), 256: (0.9, 0.93, 0.96), 1024: (0.9, 0.95, 0.99)}))
+    assert close["verdicts"] == {64: "unclear", 256: "slower", 1024: "unclear"}
+    assert "no clear difference, the range comes within 3 % of 1×" in close["text"]
+
+
+def test_the_summary_names_what_besides_the_all_reduce_does_not_split_and_what_above_ideal_can_be():
     rows = _rows({64: (1.2, 1.5, 2.05), 256: (1.3, 1.6, 1.9)})
     for r in rows:
         r["step_s_1"], r["step_s_n"], r["allreduce_s"] = 0.02, 0.015, 0.002
     text = ddp.scaling_summary(rows)["text"]
     assert "+5.00 ms against perfect splitting" in text and "takes 2.00 of those 5.00 ms" in text
     assert "hook" not in text  # the timed models carry none
-    assert "the optimizer step" in text and "above the ideal 2× (at batch 64)" in text
+    assert "the optimizer step" in text and "At batch 64 a repeat went above the ideal 2× (2.05×)" in text
+    assert "noise:" not in text and "cannot tell it from timing noise" in text
     assert "median of each repeat's own ratio" in ddp.scaling_table(rows)
+    # the third read's run: 1 process 79 µs a sample at 1024, 89 µs at 2048: above 2× at 2048 can be real
+    rows = _rows({1024: (1.26, 1.68, 1.96), 2048: (1.24, 1.92, 2.30)})
+    rows[0]["step_s_1"], rows[1]["step_s_1"] = 0.0810, 0.1831
+    text = ddp.scaling_summary(rows)["text"]
+    assert "89 µs at 2048" in text and "(89 against 79 µs), so a gain above 2× can be real here" in text
+    assert "computes on 32 samples there, a batch not timed alone here" in ddp.scaling_summary(
+        _rows({64: (1.2, 1.5, 2.05), 256: (1.3, 1.6, 1.9)}))["text"]
+    rows[1]["step_s_1"] = 0.1500  # 73 µs a sample at 2048, less than 79 at 1024
+    assert "took no more per sample at 2048 than at 1024 (73 against 79 µs)" in ddp.scaling_summary(rows)["text"]
 
 
 def test_measure_scaling_pairs_repeats_and_counts_every_gradient_byte():
@@ -306,3 +330,15 @@ def test_the_all_reduce_exercise_asks_for_ddps_average_and_refuses_the_sum_and_o
     assert verify("03.allreduce_8", 4.5)[0] and verify("03.allreduce_8", 36 / 8)[0]
     for wrong in (36, 36.0, 4, 5, 3.5, 28, 4.0, 0.5):  # sum; floor; ceil; average of 0..7; sum of 0..7
         assert not verify("03.allreduce_8", wrong)[0], wrong
+
+
+def test_the_sampler_exercises_refuse_the_worked_examples_answers_and_the_classic_mistakes():
+    """N = 17, k = 5: 4 per rank, 3 repeated. Section 2's N = 10, k = 4 answers (3 per rank, 2 repeated) are refused."""
+    from helpers.core.checks import verify
+    assert verify("03.per_rank_n17_k5", 4)[0] and verify("03.padding_n17_k5", 3)[0]
+    for wrong in (3, 17 // 5, 3.4, 5, 17, 20):  # the worked example / a floor; 17 / 5; ranks; samples; padded total
+        assert not verify("03.per_rank_n17_k5", wrong)[0], wrong
+    for wrong in (2, 17 % 5, 0, 5, 17, 20, 4):  # the worked example / the remainder; none; ranks; N; total; per rank
+        assert not verify("03.padding_n17_k5", wrong)[0], wrong
+    per_rank = ddp.sampler_indices(17, 5)  # the sampler itself: 4 each, 20 in all
+    assert {len(r) for r in per_rank} == {4} and sum(len(r) for r in per_rank) - 17 == 3

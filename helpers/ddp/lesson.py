@@ -17,10 +17,10 @@ NOTEBOOK = "03_ddp"
 
 
 EXERCISES = [
-    Exercise("03.per_rank_n13_k5", "int", digest="9773f2162723b8d94784a4884cd3835e81133abc0e989f5d12221ce991d98c7e",
+    Exercise("03.per_rank_n17_k5", "int", digest="5fb6860b5e869de776bd25c3112a2191bb5e3c576bb294eb48a1824b1650f296",
              hint="The sampler pads the dataset to a multiple of the number of ranks, then deals it out like cards.",
              why="Every rank gets the same number of samples, so no rank waits at the all-reduce."),
-    Exercise("03.padding_n13_k5", "int", digest="ee2f17c3195d614c05b1ba67614584246b7eb8feca0a1c75ad244d45704818ea",
+    Exercise("03.padding_n17_k5", "int", digest="c57a7ef57fa5bd022849dbd0b4bbd823654402ed87e84e2910f7cc62885504d7",
              hint="How many indices does dealing need so that every rank gets the same number, and how many "
                   "samples are there?",
              why="Padding repeats samples; drop_last=True drops the tail instead."),

@@ -122,51 +122,63 @@ def measure_scaling(nprocs: int = 2, batches: tuple[int, ...] = (64, 256, 1024, 
     return rows
 
 
-def scaling_summary(rows: list[dict]) -> dict:
-    """What the measured speedups say, in sentences generated from them (03): for the text and the plot title."""
+def _names(batches: list[int]) -> str:
+    """``[64]`` → "64", ``[64, 256, 1024]`` → "64, 256 and 1024"."""
+    words = [str(b) for b in batches]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
+    """What the measured speedups say, in sentences generated from them (03): for the text and the plot title.
+
+    Per batch: N processes faster than 1 in every repeat (the lowest repeat above ``1 + margin``), slower in
+    every repeat (the highest below ``1 / (1 + margin)``), or no clear difference. Between batches: every pair
+    (not only neighbours) whose ranges of repeats do not overlap, the others named as not told apart.
+    """
     by = {r["global_batch"]: r for r in rows}
     batches = sorted(by)
     best = max(batches, key=lambda b: by[b]["speedup"])
     worst = min(batches, key=lambda b: by[b]["speedup"])
     n, reps = rows[0]["processes"], rows[0]["repeats"]
 
-    def rng(b: int) -> str:
-        return f"{by[b]['speedup']:.2f}× (range {by[b]['speedup_min']:.2f}–{by[b]['speedup_max']:.2f}×)"
+    def verdict(b: int) -> str:
+        if by[b]["speedup_min"] > 1 + margin:
+            return "faster"
+        return "slower" if by[b]["speedup_max"] < 1 / (1 + margin) else "unclear"
 
-    def apart(a: int, b: int) -> bool:  # the ranges of repeats do not overlap
-        lo, hi = sorted((a, b), key=lambda k: by[k]["speedup"])
-        return by[lo]["speedup_max"] < by[hi]["speedup_min"]
-
-    pairs = list(zip(batches, batches[1:]))
-    moves = [(a, b, "rose" if by[b]["speedup"] > by[a]["speedup"] else "fell") for a, b in pairs if apart(a, b)]
-    close = [f"{a} and {b}" for a, b in pairs if not apart(a, b)]
-    dirs = {m for _, _, m in moves}
-    if len(moves) == len(pairs) and len(dirs) == 1:  # every step told apart, all one way
-        way = dirs.pop()
-        trend = f"the median speedup {way} with every larger batch"
-        end = best if way == "rose" else worst
-        title = f"{n} processes: speedup {way} with every larger batch, to {by[end]['speedup']:.2f}× at {end}"
-    elif moves:
-        trend = "the median speedup " + "; ".join(f"{m} from batch {a} to {b}" for a, b, m in moves)
-        if any(b == best and m == "rose" for a, b, m in moves) and any(a == best and m == "fell" for a, b, m in moves):
-            trend += f"; it peaked at batch {best}, not at the largest"
-        title = f"{n} processes: speedup " + ", ".join(f"{m} {a}→{b}" for a, b, m in moves)
-        if close:
-            title += "; ranges overlap " + ", ".join(c.replace(" and ", "–") for c in close)
-    else:
-        trend = "no change of the speedup from one batch to the next stands out from the spread of the repeats"
-        title = f"{n} processes: speedup per batch, ranges overlap between all neighbouring batches"
-    lines = [f"Speedup of {n} processes over 1, median of {reps} repeats: highest median at batch {best}, "
-             f"{rng(best)}; lowest at batch {worst}, {rng(worst)}."]
+    groups = {v: [b for b in batches if verdict(b) == v] for v in ("faster", "slower", "unclear")}
+    said = {"faster": f"{n} processes faster than 1 in every repeat",
+            "slower": f"{n} processes slower than 1 in every repeat",
+            "unclear": f"no clear difference, the range comes within {100 * margin:.0f} % of 1×",
+            "includes": "no clear difference, the range includes 1×"}
+    lines = [f"Speedup of {n} processes over 1, per global batch (median of {reps} repeats, range of the repeats):"]
+    for b in batches:
+        r = by[b]
+        lines.append(f"  batch {b}: {r['speedup']:.2f}× ({r['speedup_min']:.2f}–{r['speedup_max']:.2f}×): "
+                     f"{said['includes' if r['speedup_min'] <= 1 <= r['speedup_max'] else verdict(b)]}")
+    apart, close = {}, []
+    for i, a in enumerate(batches):
+        for b in batches[i + 1:]:
+            if by[a]["speedup_max"] < by[b]["speedup_min"]:
+                apart.setdefault((a, "higher"), []).append(b)
+            elif by[b]["speedup_max"] < by[a]["speedup_min"]:
+                apart.setdefault((a, "lower"), []).append(b)
+            else:
+                close.append(f"{a}–{b}")
+    moves = [f"{way} at {_names(bs)} than at {a}" for (a, way), bs in apart.items()]
     if moves:
-        lines.append(f"Between neighbouring batches whose ranges of repeats do not overlap, {trend}.")
+        lines.append("Between batches (every repeat at one above every repeat at the other): the speedup was "
+                     + "; ".join(moves) + ".")
+        trend = "; ".join(moves)
     else:
-        lines.append(f"Across the batches {trend}.")
-    if close:
-        lines.append("The ranges of repeats overlap between batches " + ", ".join(close)
-                     + ": this run cannot tell those apart.")
-    else:
-        lines.append("The ranges of repeats do not overlap between neighbouring batches.")
+        trend = "no pair of batches told apart"
+        lines.append("Between batches: the ranges of repeats overlap for every pair, so this run cannot tell "
+                     "the batches' speedups apart.")
+    if moves and close:
+        lines.append(f"The ranges overlap for {', '.join(close)}: this run cannot tell those apart.")
+    short = {"faster": "faster in every repeat", "slower": "slower in every repeat", "unclear": "no clear difference"}
+    title = f"{n} vs 1 process: " + "; ".join(f"{short[v]} at {_names(bs)}" for v, bs in groups.items() if bs)
+    title += "\nspeedup " + ("; ".join(moves) if moves else "not told apart between any two batches")
     ar_ms = rows[0]["allreduce_s"] * 1e3
     share = ", ".join(f"{100 * rows[0]['allreduce_s'] / by[b]['step_s_n']:.0f} % at {b}" for b in batches)
     small = batches[0]
@@ -181,23 +193,45 @@ def scaling_summary(rows: list[dict]) -> dict:
                      f"each step's fixed cost), a step lasting as long as its slower rank (the time kept is the "
                      f"slower rank's), and the all-reduce inside a step sharing the cores with the other "
                      f"process's compute.")
+    lines += _above_ideal(by, batches, n, reps)
+    return {"best": best, "worst": worst, "verdicts": {b: verdict(b) for b in batches}, "trend": trend,
+            "title": title, "text": "\n".join(lines)}
+
+
+def _above_ideal(by: dict, batches: list[int], n: int, reps: int) -> list[str]:
+    """Repeats above the ideal N×: what the run can say of them (03): 1 process's cost per sample at B and B/N."""
+    us = {b: 1e6 * by[b]["step_s_1"] / b for b in batches}
+    lines = ["1 process's time per sample (median step / batch): "
+             + ", ".join(f"{us[b]:.0f} µs at {b}" for b in batches) + "."]
     above = [b for b in batches if by[b]["speedup_max"] > n]
-    if above:
-        lines.append(f"Repeats above the ideal {n}× (at batch {', '.join(map(str, above))}) are timing noise: the "
-                     f"two sides of a repeat run one after the other, and each varies from run to run.")
-    return {"best": best, "worst": worst, "trend": trend, "title": title, "text": "\n".join(lines)}
+    for b in above:
+        part = b // n  # what each of the N processes computes on at global batch b
+        head = (f"At batch {b} a repeat went above the ideal {n}× ({by[b]['speedup_max']:.2f}×). Each of the {n} "
+                f"processes computes on {part} samples there")
+        if part * n != b or part not in us:
+            lines.append(f"{head}, a batch not timed alone here; {reps} repeats cannot tell it from timing noise.")
+        elif us[b] > us[part]:
+            lines.append(f"{head}, and 1 process took more per sample at {b} than at {part} ({us[b]:.0f} against "
+                         f"{us[part]:.0f} µs), so a gain above {n}× can be real here; {reps} repeats cannot tell it "
+                         f"from timing noise.")
+        else:
+            lines.append(f"{head}; 1 process took no more per sample at {b} than at {part} ({us[b]:.0f} against "
+                         f"{us[part]:.0f} µs), so that does not explain it; {reps} repeats cannot tell it from timing "
+                         f"noise.")
+    return lines
 
 
 def scaling_table(rows: list[dict]) -> str:
     """The 1-vs-N-process measurements as aligned text, medians with the range of repeats (03)."""
     n = rows[0]["processes"]
     head = (f"{'global batch':>12} {'1 proc ms':>10} {f'{n} procs ms':>11} {'speedup':>8} {'range':>13} "
-            f"{'all-reduce KB/step':>19}")
+            f"{'medians ratio':>14} {'all-reduce KB/step':>19}")
     lines = [head]
     for r in rows:
         lines.append(f"{r['global_batch']:>12} {1e3 * r['step_s_1']:>10.1f} {1e3 * r['step_s_n']:>11.1f} "
                      f"{r['speedup']:>7.2f}× {r['speedup_min']:>5.2f}–{r['speedup_max']:.2f}× "
-                     f"{r['allreduce_bytes_per_step'] / 1e3:>19.0f}")
+                     f"{r['step_s_1'] / r['step_s_n']:>13.2f}× {r['allreduce_bytes_per_step'] / 1e3:>19.0f}")
     lines.append("speedup: the median of each repeat's own ratio (1-process time / N-process time, timed next to "
-                 "each other), so it need not equal the ratio of the median times beside it")
+                 "each other); range: the lowest and highest of those ratios; medians ratio: 1 proc ms / "
+                 f"{n} procs ms, the two medians, which may come from different repeats, so it need not equal the speedup")
     return "\n".join(lines)
