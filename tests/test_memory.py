@@ -138,6 +138,24 @@ def test_recorded_gpu_output_is_read_not_typed():
         M.recorded_gpu_output("no-such-cell")
 
 
+def test_recorded_gpu_intro_says_when_the_recording_ran_other_code(tmp_path):
+    import json
+    import zipfile
+    from pathlib import Path
+
+    nb = json.loads((Path(M.__file__).resolve().parents[2] / "notebooks" / "06_oom_troubleshooting.ipynb").read_text())
+    cells = {c["id"]: c for c in nb["cells"]}
+    cells["d78593a6"]["source"] = "print('older code')"
+    folder = tmp_path / "a" / "b" / "2026-01-01-gpu"
+    folder.mkdir(parents=True)
+    (folder / "notebooks.log").write_text("GPU run: torch 9, 1 x Some GPU\n")
+    with zipfile.ZipFile(folder / "executed_notebooks.zip", "w") as z:
+        z.writestr("06_oom_troubleshooting.ipynb", json.dumps(nb))
+    assert M.recorded_gpu_intro("fa91ff67", folder=folder).endswith(", this cell printed")
+    assert M.recorded_gpu_intro("d78593a6", folder=folder).endswith(", an earlier version of this cell printed")
+    assert "Some GPU" in M.recorded_gpu_intro("d78593a6", folder=folder)
+
+
 def test_find_largest_batch_exact_with_tolerance_one():
     def step(bs):
         if bs > 1562:
@@ -214,12 +232,46 @@ def test_mean_loss_check_accepts_right_answers():
     assert verify("06.mean_loss", _right)[0] and verify("06.mean_loss", per_batch_weighted)[0]
 
 
-def test_leak_exercise_is_not_the_lesson_curve():
-    # exercise 1 asks for a wider MLP than leak_curve builds, so calling leak_curve(batch=128) is not the answer
+def test_leak_exercise_needs_the_per_sample_bytes_not_one_helper_call():
+    # exercise 1 asks for the largest batch within 1 MiB: no single leak_breakdown/leak_curve call returns it
     from helpers.core.checks import verify
 
-    assert not verify("06.leak_batch128", M.leak_curve(False, iterations=3, batch=128)["bytes_per_iter"])[0]
-    assert verify("06.leak_batch128", 128 * 64 * 4 + 2 * 128 * 512 * 4 + 128 * 10 * 4 + 128 * 8 + 4)[0]
+    per_sample = 64 * 4 + 2 * 256 * 4 + 10 * 4 + 8           # input, two ReLU outputs, log-softmax, int64 target
+    right = (2**20 - 4) // per_sample                          # 4 B: nll_loss's total_weight, whatever the batch
+    assert right == 445 and verify("06.leak_largest_batch", right)[0]
+    assert M.leak_breakdown(batch=right)["total"] <= 2**20 < M.leak_breakdown(batch=right + 1)["total"]
+    # a GPU's count, each tensor rounded up to 512 B, happens to give the same batch: no ambiguity
+    assert max(b for b in range(1, 600) if M.leak_breakdown(batch=b)["rounded"] <= 2**20) == right
+    wrong = {
+        "rounded up instead of down": -(-(2**20 - 4) // per_sample),
+        "targets forgotten": (2**20 - 4) // (per_sample - 8),
+        "targets as 4-byte ints": (2**20 - 4) // (per_sample - 4),
+        "the leak of batch 64 (a helper's default)": M.leak_breakdown()["total"],
+        "the leak at the answer, in bytes": M.leak_breakdown(batch=right)["total"],
+        "1 MB read as 10**6 B": (10**6 - 4) // per_sample,
+    }
+    for why, value in wrong.items():
+        assert value != right, why
+        assert not verify("06.leak_largest_batch", value)[0], why
+
+
+def test_autocast_copies_exercise_counts_the_first_layer_when_the_input_needs_a_gradient():
+    # exercise 3: half_vs_autocast (input without grad) gives 5 copies; the question's input requires grad: 6
+    from helpers.core.checks import verify
+
+    right = 6 * 384 * 384 * 2
+    assert verify("06.autocast_copies", right)[0]
+    wrong = {
+        "the lesson helper's answer (input needs no gradient)": M.half_vs_autocast(blocks=6, width=384, batch=32)["autocast_weight_casts"],
+        "float32 bytes": 6 * 384 * 384 * 4,
+        "weights and biases": 6 * (384 * 384 + 384) * 2,
+        "copies and activations": M.half_vs_autocast(blocks=6, width=384, batch=32)["saved_autocast"],
+        "one block's copy": 384 * 384 * 2,
+        "a 1000 x 1000 float16 tensor (the old exercise)": 2_000_000,
+    }
+    for why, value in wrong.items():
+        assert value != right, why
+        assert not verify("06.autocast_copies", value)[0], why
 
 
 def test_checkpoint_exercise_is_measured_and_not_the_formula_for_root_n():

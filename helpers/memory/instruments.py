@@ -112,12 +112,15 @@ def leak_breakdown(batch: int = 64, classes: int = 10, features: int = 64, hidde
                    block: int = 512) -> dict:
     """What one iteration of the leak keeps, tensor by tensor, from the shapes alone (06).
 
+    ``cross_entropy`` is ``log_softmax`` then ``nll_loss``; the latter saves the log-softmax, the
+    targets and a one-element ``total_weight`` (its ``grad_fn._saved_total_weight``), not the loss.
+
     ``rounded`` is each tensor rounded up to ``block`` bytes, as CUDA's caching allocator rounds
     every allocation (``kMinBlockSize = 512`` in ``c10/core/AllocatorConfig.h``).
     """
     parts = {"input (float32)": batch * features * 4, "ReLU output 1 (float32)": batch * hidden * 4,
              "ReLU output 2 (float32)": batch * hidden * 4, "log-softmax (float32)": batch * classes * 4,
-             "targets (int64)": batch * 8, "the loss, a scalar (float32)": 4}
+             "targets (int64)": batch * 8, "nll_loss's total_weight (float32)": 4}
     return {"parts": parts, "total": sum(parts.values()),
             "rounded": sum(-(-b // block) * block for b in parts.values()), "block": block}
 

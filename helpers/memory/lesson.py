@@ -10,21 +10,33 @@ from .instruments import leak_curve, remedies
 NOTEBOOK = "06_oom_troubleshooting"
 
 
-def _leak_batch128() -> int:
-    """Exercise 1's answer, measured: the leak per iteration of a 64 → 512 → 512 → 10 MLP at batch 128."""
+LEAK_BUDGET = 2**20  # exercise 1: the leak per iteration may not exceed 1 MiB of saved tensors
+
+
+def _leak_of(batch: int) -> int:
+    """Bytes one iteration of section 3's loop (64 → 256 → 256 → 10) leaves saved, measured."""
     import torch
     from torch import nn
 
     from ..core.saved import SavedTensorTracker
     from .recipe import small_mlp
 
-    model, g = small_mlp(hidden=512), torch.Generator().manual_seed(0)
+    model, g = small_mlp(), torch.Generator().manual_seed(0)
     with SavedTensorTracker() as tracker:
-        x, y = torch.rand(128, 64, generator=g), torch.randint(0, 10, (128,), generator=g)
+        x, y = torch.rand(batch, 64, generator=g), torch.randint(0, 10, (batch,), generator=g)
         loss = nn.functional.cross_entropy(model(x), y)
         held = tracker.live_bytes()
     del loss
     return held
+
+
+def _leak_largest_batch() -> int:
+    """Exercise 1's answer, measured: the largest batch whose leak per iteration stays within 1 MiB."""
+    one, two = _leak_of(1), _leak_of(2)
+    per_sample = two - one
+    batch = (LEAK_BUDGET - (one - per_sample)) // per_sample
+    assert _leak_of(batch) <= LEAK_BUDGET < _leak_of(batch + 1)  # linear in the batch, checked at the edge
+    return batch
 
 
 def _checkpoint_64_in_4() -> int:
@@ -46,6 +58,19 @@ def _checkpoint_64_in_4() -> int:
 # Batch sizes of the check's cases: unequal, as a loader's last batch is, so that the mean of the
 # batches' means differs from the mean over all samples.
 MEAN_LOSS_CASES = ((16, 16, 16, 5), (3, 40), (7,), (1, 30, 2))
+
+
+def _autocast_copies_input_grad() -> int:
+    """Exercise 3's answer, measured: bytes of 16-bit weight copies that a float16-autocast forward of
+    ``deep_mlp(6, 384)`` saves when its input requires a gradient."""
+    import torch
+
+    from .precision import saved_split
+    from .recipe import deep_mlp
+
+    model, x = deep_mlp(6, 384), torch.randn(32, 384, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.float16):
+        return saved_split(lambda: model(x))["weight_casts"]
 
 
 def _mean_loss_behaviour(fn) -> str | None:
@@ -95,10 +120,10 @@ def _mean_loss_behaviour(fn) -> str | None:
 
 
 EXERCISES = [
-    Exercise("06.leak_batch128", "int", compute=_leak_batch128,
-             hint="List the tensors each iteration saves (input, both ReLU outputs, the log-softmax, the targets, "
-                  "one scalar): which of them grow with the batch and with the hidden width, and by how many bytes?",
-             why="The leak grows linearly with the batch and the width: a bigger batch or model hits the wall sooner."),
+    Exercise("06.leak_largest_batch", "int", compute=_leak_largest_batch,
+             hint="Which of the tensors one iteration saves grow with the batch, and by how many bytes per sample? "
+                  "Which one does not?",
+             why="The leak is linear in the batch: bytes per sample × batch, plus what does not depend on it."),
     Exercise("06.mean_loss", "code", behaviour=_mean_loss_behaviour,
              hint="Two habits each fix it: evaluate without building a graph at all, and add up numbers, not tensors. "
                   "Batches can differ in size, and every sample counts the same.",
@@ -107,9 +132,11 @@ EXERCISES = [
              hint="checkpoint_sequential keeps each segment's input, and runs its last segment normally, so that "
                   "segment keeps its blocks' outputs too.",
              why="s segments of n blocks keep s + n/s activations, fewest at s = √n: 2√n instead of n + 1."),
-    Exercise("06.fp16_bytes", "int", digest="bdf13d280865baba92e50868439e33ab355a535ca70ddc3f170aabd3f2c66ced",
-             hint="How many bytes does one float16 number take?",
-             why="Half of float32: 16-bit halves activations and weights alike."),
+    Exercise("06.autocast_copies", "int", compute=_autocast_copies_input_grad,
+             hint="A matmul saves its weight's 16-bit copy only for one gradient. Which one, and does this input "
+                  "need it?",
+             why="The copy serves the gradient of the matmul's input: a layer whose input needs a gradient keeps "
+                 "it, whatever the batch."),
 ]
 
 

@@ -32,8 +32,8 @@ def plot_remedies(rem: dict, label: str = "") -> Figure | None:
     mib = lambda b: b / 2**20  # noqa: E731
     heights = [mib(rem["autocast_activations"] if n == "autocast" else rem[n]) for n in names]
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    ax.bar(ticks, heights, color=["C0", "C1", "C4", "C2", "C2"], label="activations")
-    ax.bar(ticks[1], mib(rem["autocast_weight_casts"]), bottom=mib(rem["autocast_activations"]), color="C1", alpha=0.45,
+    ax.bar(ticks, heights, color="C0", label="activations")  # one colour per kind of bytes, as the legend says
+    ax.bar(ticks[1], mib(rem["autocast_weight_casts"]), bottom=mib(rem["autocast_activations"]), color="C1", alpha=0.6,
            hatch="//", edgecolor="C1", label=f"{rem['autocast_dtype']} weight copies")
     for t, n in zip(ticks, names):
         ax.text(t, mib(rem[n]), f"{rem[n] / rem['plain']:.0%}", ha="center", va="bottom", fontsize=9)

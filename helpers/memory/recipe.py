@@ -65,7 +65,7 @@ def find_largest_batch(step: Callable[[int], object], start: int = 4096, minimum
     Halves from ``start`` until a step fits (retrying smaller on an out-of-memory error, the idea
     of Accelerate's ``find_executable_batch_size``), then, with ``refine``, bisects between the
     last size that failed and the first that fitted until they are ``tolerance`` apart (default:
-    1/64 of the size found, about 1.5 %; ``tolerance=1`` finds the exact limit). Memory is freed
+    1/64 of the size found, about 1.6 %; ``tolerance=1`` finds the exact limit). Memory is freed
     *outside* the ``except`` block: inside it, the traceback still references the failed step's
     tensors.
     """
