@@ -289,7 +289,7 @@ def test_ray_uses_a_private_folder_even_if_someone_made_the_usual_one_open_to_al
 # --- self-checks ----------------------------------------------------------------------------------------------
 
 def test_right_answers_in_any_numeric_form_pass():
-    for answer in ([1, 2, 4, 8, 16], (1, 2, 4, 8, 16), np.array([1, 2, 4, 8, 16]), torch.tensor([1, 2, 4, 8, 16])):
+    for answer in ([1, 2, 4, 8], (1, 2, 4, 8), np.array([1, 2, 4, 8]), torch.tensor([1, 2, 4, 8])):
         assert verify("04.rungs_rf2", answer)[0], answer
     for answer in (4.5, 9 / 2, np.float64(4.5), torch.tensor(4.5)):
         assert verify("03.allreduce_8", answer)[0], answer

@@ -243,3 +243,10 @@ def test_a_trial_given_no_gpu_trains_on_the_cpu_even_where_cuda_is_available():
     assert decided == [torch.device("cpu")] and seen == ["cpu"] and len(reports) == 1
     with mock.patch("ray.get_gpu_ids", lambda: [0]):
         assert T.trial_device() == torch.device("cuda", 0)   # a trial given a GPU: the first one Ray made visible
+
+
+def test_make_searcher_says_the_bohb_start_up_that_startup_of_computes():
+    from helpers.tuning import make_searcher
+
+    doc = " ".join(make_searcher.__doc__.split())
+    assert "min_points_in_model + d + 1" in doc and "2d + 2" in doc and "dimensions + 1 configurations" not in doc

@@ -81,21 +81,60 @@ def test_sync_epochs_refuses_wrong_answers(wrong):
     assert not verify("04.sync_epochs", wrong)[0]
 
 
-def test_rungs_right_answer_is_rays_rungs():
+def _epochs_where_ray_asha_stops_by_comparison(max_t, grace_period, rf):
+    """Epochs at which Ray's ASHAScheduler stops a weak trial but lets a strong one go on (a fresh scheduler each)."""
     from ray.tune.schedulers import ASHAScheduler
 
-    sched = ASHAScheduler(max_t=16, grace_period=1, reduction_factor=2)
-    rungs = sorted(m for m, _ in sched._brackets[0]._rungs)
-    assert verify("04.rungs_rf2", rungs)[0]
+    out = []
+    for epoch in range(1, max_t + 1):
+        sched = ASHAScheduler(metric="acc", mode="max", max_t=max_t, grace_period=grace_period, reduction_factor=rf)
+        strong, weak = SimpleNamespace(trial_id="strong"), SimpleNamespace(trial_id="weak")
+        for t in (strong, weak):
+            sched.on_trial_add(None, t)
+        for e in range(1, epoch):   # both equal before this epoch: neither is stopped there
+            for t in (strong, weak):
+                sched.on_trial_result(None, t, {"training_iteration": e, "acc": 0.9})
+        first = sched.on_trial_result(None, strong, {"training_iteration": epoch, "acc": 0.9})
+        second = sched.on_trial_result(None, weak, {"training_iteration": epoch, "acc": 0.1})
+        if first == "CONTINUE" and second == "STOP":
+            out.append(epoch)
+    return out
 
 
-@pytest.mark.parametrize("wrong", [[1, 2, 4, 8], [1, 3, 9], [2, 4, 8, 16], [16, 8, 4, 2, 1]])
+def test_rungs_right_answer_is_where_rays_scheduler_stops_by_comparison():
+    answer = _epochs_where_ray_asha_stops_by_comparison(16, 1, 2)
+    assert answer == [1, 2, 4, 8]
+    assert verify("04.rungs_rf2", answer)[0]
+
+
+def test_rungs_refuse_what_asha_rungs_returns():
+    from helpers.tuning import asha_rungs
+
+    assert asha_rungs(max_t=16, grace_period=1, reduction_factor=2) == [1, 2, 4, 8, 16]   # max_t is among them
+    assert not verify("04.rungs_rf2", asha_rungs(max_t=16, grace_period=1, reduction_factor=2))[0]
+
+
+@pytest.mark.parametrize("wrong", [[1, 2, 4, 8, 16], [1, 3, 9], [2, 4, 8, 16], [2, 4, 8], [16, 8, 4, 2, 1]],
+                         ids=["with max_t", "rf 3", "no grace period", "no grace period, no max_t", "reversed, max_t"])
 def test_rungs_refuse_wrong_answers(wrong):
     assert not verify("04.rungs_rf2", wrong)[0]
 
 
-def test_grid_distinct():
-    assert verify("04.grid_distinct", 4)[0] and not verify("04.grid_distinct", 16)[0]
+def test_grid_distinct_is_the_cube_root_of_the_budget():
+    import itertools
+
+    import numpy as np
+
+    axis = np.linspace(0.1, 0.9, 4)
+    grid = list(itertools.product(axis, repeat=3))   # a full grid over 3 parameters, same values per axis
+    assert len(grid) == 64
+    assert verify("04.grid_distinct", len({p[0] for p in grid}))[0]
+
+
+@pytest.mark.parametrize("wrong", [64, 8, 16, 21, 3], ids=["every trial distinct (random search)", "square root (a 2-D grid)",
+                                                          "64 / 4", "64 / 3", "the number of parameters"])
+def test_grid_distinct_refuses_wrong_answers(wrong):
+    assert not verify("04.grid_distinct", wrong)[0]
 
 
 # --- the code exercise: a trainable that reports config["x"] * epoch for epochs 1, 2, 3 -------------------------

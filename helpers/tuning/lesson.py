@@ -102,13 +102,16 @@ EXERCISES = [
                   "config's values arrive as config['x'].",
              why="A trainable is a plain function: Tune calls it with a config and reads what it reports, epoch by "
                  "epoch, which is what lets ASHA stop it early."),
-    Exercise("04.rungs_rf2", "ints", digest="d9e20f6b1fe76fb2913bdbc1828655ca7c280fd03b1536e4da09da32f1f0f359",
-             hint="The first rung is at grace_period; each next one is reduction_factor times later, as long as it "
-                  "stays within max_t.",
-             why="A smaller reduction factor means more rungs: more chances to stop a weak trial."),
+    Exercise("04.rungs_rf2", "ints", digest="b582db5ce9d58ae8bc5f73069b6a9da16338afd834d6baca22a95a16d2ffc2bd",
+             hint="Start from the rungs, then read section 3 again: what happens to a trial that reaches max_t, "
+                  "whatever its score?",
+             why="A smaller reduction factor means more rungs: more chances to stop a weak trial. max_t ends "
+                 "every trial, so it stops none of them for being weak."),
     Exercise("04.grid_distinct", "int", digest="a44b8cb3a3c86f77a469e6b85e9b824911d0fcf92715f5890fffd7f55bcbec76",
-             hint="A grid repeats each value of one parameter for every value of the other.",
-             why="Random search tries as many distinct values as it has trials."),
+             hint="A full grid with k values on each of three axes has k · k · k points, and each value of one "
+                  "parameter repeats for every combination of the other two.",
+             why="A grid's distinct values per parameter shrink as parameters are added (the d-th root of the "
+                 "budget); random search keeps one distinct value per trial."),
     Exercise("04.asha_continue", "int", digest="5d82bb97de00c00bde772b12d33e5af8f7d7e53b752b3132cd26b0c5a7c87d7a",
              hint="Take the trials one at a time: each is compared only with the results recorded before it "
                   "arrived, and the first has nothing to be compared with.",

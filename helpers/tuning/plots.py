@@ -65,9 +65,9 @@ def plot_asha(asha: dict, full: dict, rungs: list[int], label: str = "") -> Figu
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.0), sharey=True)
     max_t = max(len(c) for c in full["curves"])
-    for ax, res, title in ((axes[0], asha, "ASHA"), (axes[1], full, "every trial to the end")):
+    for ax, res, title in ((axes[0], asha, "ASHA"), (axes[1], full, "FIFO: every trial to the end, no rungs")):
         for r in rungs:
-            if r < max_t:  # a rung at max_t compares nothing: every trial stops there
+            if r < max_t and res is asha:  # a rung at max_t compares nothing; FIFO compares nowhere
                 ax.axvline(r, color="C3", ls=":", lw=1, zorder=0)
         for c in res["curves"]:
             done = len(c) == max_t
@@ -78,7 +78,7 @@ def plot_asha(asha: dict, full: dict, rungs: list[int], label: str = "") -> Figu
     axes[0].set_ylabel("validation accuracy")
     fig.legend(handles=[Line2D([], [], color="C0", marker="o", ms=4, label=f"trained to max_t = {max_t}"),
                         Line2D([], [], color="gray", marker="x", ms=4, ls="-", label="stopped at a rung (x: its last epoch)"),
-                        Line2D([], [], color="C3", ls=":", label="rung: compared with the results recorded so far")],
+                        Line2D([], [], color="C3", ls=":", label="ASHA's rung: compared with the results recorded so far")],
                fontsize=8, loc="lower center", ncol=3)
     fig.tight_layout(rect=(0, 0.08, 1, 0.95 if label else 1))
     return finish(fig, label)

@@ -170,8 +170,9 @@ def make_searcher(name: str, seed: int = 0, startup: int = STARTUP) -> "Searcher
     """A Tune search algorithm: ``"random"`` (seeded), ``"hyperopt"``, ``"optuna"`` (TPE) or ``"bohb"`` (04).
 
     HyperOpt and Optuna draw ``startup`` random configurations first (their defaults, 20 and 10,
-    would use up a small budget on random draws). BOHB keeps HpBandSter's default: its model starts
-    once it has results for dimensions + 1 configurations on one budget, the least it accepts.
+    would use up a small budget on random draws). BOHB keeps HpBandSter's default,
+    ``min_points_in_model = d + 1`` (``d``: the number of hyperparameters, the least it accepts): its
+    model for a budget starts once it has ``min_points_in_model + d + 1`` (here 2d + 2) results on it.
     """
     if name == "random":
         from ray.tune.search.basic_variant import BasicVariantGenerator
