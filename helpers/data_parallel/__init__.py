@@ -4,6 +4,7 @@
 """
 from .instruments import *  # noqa: F401,F403
 from .plots import *  # noqa: F401,F403
+from .processes import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403
 from .report import *  # noqa: F401,F403
 from .speed import *  # noqa: F401,F403

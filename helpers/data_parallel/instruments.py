@@ -24,7 +24,7 @@ from ..core.saved import SavedTensorTracker
 from .recipe import four_steps_gpu
 from .timing import timed
 
-__all__ = ["four_steps_cpu", "copied_bytes", "optimizer_state_bytes", "output_device_accounting", "largest_batches",
+__all__ = ["four_steps_cpu", "copied_bytes", "optimizer_state_bytes", "output_device_accounting", "largest_batches", "COALESCE_BYTES",
            "run_four_steps", "batchnorm_gradient_gap", "LABELS"]
 
 LABELS = {"single": "1 thread, whole batch", "threads_forward_only": "2 threads, forward only",
@@ -139,22 +139,34 @@ def output_device_accounting(model: nn.Module, x: torch.Tensor, out: torch.Tenso
             "input_bytes_per_sample": x[0].numel() * x.element_size()}
 
 
-def largest_batches(budget_bytes: int, acc: dict) -> dict:
+COALESCE_BYTES = 10 * 2**20  # comm.reduce_add_coalesced's default buffer_size: it flattens gradients in buffers this large
+
+
+def largest_batches(budget_bytes: int, acc: dict, out_row_bytes: int | None = None) -> dict:
     """Predicted largest global batch when every device has ``budget_bytes``, from the accounting's formula (02).
 
-    ``data_parallel``: the batch at which DataParallel's output device is full. ``ddp``: the batch
-    at which every device is full when each holds what a DDP process holds: the parameters, their
-    gradients, DDP's all-reduce buckets (as large as the gradients with its default
-    ``gradient_as_bucket_view=False``), the optimizer's state, and its own chunk's input,
-    activations, outputs and targets. Neither counts gradients held only during backward (a
-    DataParallel replica's, until they are summed onto the output device).
+    Both designs are charged their gradients alike, as each holds them at the end of backward:
+    ``data_parallel``: the output device holds the parameters, replica 0's gradients (autograd's
+    output for the replica there), their flat copy (``comm.reduce_add_coalesced`` flattens each
+    device's gradients, in buffers of at most 10 MiB) and the reduced sum that becomes ``.grad``
+    (``comm.reduce_add`` with NCCL: ``torch.empty_like``); ``ddp``: every device holds the parameters,
+    ``.grad`` and DDP's all-reduce buckets (a copy of the gradients with its default
+    ``gradient_as_bucket_view=False``). Both: the optimizer's state and the loss; per sample, the
+    chunk's input, activations, outputs and targets, and (DataParallel's output device) the rest of
+    the batch and every gathered output. ``out_row_bytes``: a what-if output row size (another
+    number of classes). ``per_sample``: each design's bytes per sample of the global batch.
+    Neither counts the activations' gradients during backward.
     """
     n, p = acc["devices"], acc["param_bytes"]
     opt = acc.get("optimizer_bytes", 0) + 4  # + the loss
     x_row = acc.get("input_bytes_per_sample", 0)
-    dp = (budget_bytes - 2 * p - opt) / (acc["per_sample_bytes"] / n + acc["per_sample_extra_bytes"] + x_row * (1 - 1 / n))
-    ddp = n * (budget_bytes - 3 * p - opt) / (acc["per_sample_bytes"] + 8)
-    return {"data_parallel": max(0, int(dp)), "ddp": max(0, int(ddp))}
+    row = acc["per_sample_extra_bytes"] - 8  # one output row
+    new = row if out_row_bytes is None else out_row_bytes
+    own = acc["per_sample_bytes"] - row + new  # one sample's activations and output on its own device
+    per = {"data_parallel": own / n + new + 8 + x_row * (1 - 1 / n), "ddp": (own + 8) / n}
+    fixed = {"data_parallel": 3 * p + min(p, COALESCE_BYTES) + opt, "ddp": 3 * p + opt}
+    out = {k: max(0, int((budget_bytes - fixed[k]) / per[k])) for k in per}
+    return {**out, "per_sample": per, "fixed": fixed}
 
 
 @contextlib.contextmanager

@@ -4,24 +4,24 @@ from __future__ import annotations
 import statistics
 
 from ..core.device import hardware_label
-from .instruments import LABELS
-from .speed import MARGIN, amdahl_cap
+from .instruments import LABELS, largest_batches
+from .speed import MARGIN, _side, amdahl_cap
 
-__all__ = ["throughput_lines", "amdahl_sentence", "processes_sentence"]
+__all__ = ["throughput_lines", "amdahl_sentence", "processes_sentence", "memory_sentences"]
 
 
-def throughput_lines(runs: dict, per_round: dict, proc: dict, pkey: str) -> list[str]:
-    """One line per way to use two workers: median samples/s, and each round against that round's one thread (02).
+def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
+    """One line per way to use two workers: median samples/s, and each round against its baseline's same round (02).
 
-    ``per_round``: every in-process way's ratios to the same round's ``single``; the processes
-    (``pkey``, one run) are compared with one DDP process (``proc[1]``) timed the same way.
+    ``per_round[name]``: the ratios of ``runs[name]`` to ``runs[baselines[name]]`` round by round;
+    a name without a baseline is one itself (one thread; one DDP process).
     """
     lines = []
     for name, v in runs.items():
-        r = per_round.get(name)
-        how = (f"one run; {proc[2] / proc[1]:.2f}× 1 DDP process, {proc[1]:.0f} samples/s" if name == pkey else
-               f"the baseline; rounds {min(v):.0f}–{max(v):.0f} samples/s" if name == "single" else
-               f"each round / that round's 1 thread: median {statistics.median(r):.2f}×, rounds {min(r):.2f}–{max(r):.2f}×")
+        r, base = per_round.get(name), baselines.get(name)
+        how = (f"a baseline; rounds {min(v):.0f}–{max(v):.0f} samples/s" if base is None else
+               f"each round / that round's {LABELS.get(base, base)}: median {statistics.median(r):.2f}×, "
+               f"rounds {min(r):.2f}–{max(r):.2f}×")
         lines.append(f"{LABELS.get(name, name):>30}: {statistics.median(v):8.0f} samples/s  ({how})")
     return lines
 
@@ -40,10 +40,41 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool) -> str:
                "two threads every step, functional_call's parameter swaps and the GIL are candidates)" if slower else ""))
 
 
-def processes_sentence(proc: dict, margin: float = MARGIN) -> str:
-    """How the two DDP processes did here against one DDP process timed the same way (within ``margin``: no
-    clear difference) (02). Not ranked against the rounds above: those ran at other moments."""
-    ratio = proc[2] / proc[1]
-    side = "faster than" if ratio > 1 + margin else "slower than" if ratio < 1 - margin else "no clear difference from"
-    return (f"2 DDP processes here: {ratio:.2f}× one DDP process timed the same way (one run each): {side} one "
-            f"worker ({hardware_label('cpu')})")
+def processes_sentence(rounds: dict, single: list | None = None, margin: float = MARGIN) -> str:
+    """How two DDP processes did against one, round by round in the same launch (02).
+
+    ``rounds``: :func:`process_rounds`' samples/s, ``{1: [...], 2: [...]}``. Faster or slower only
+    when every round is more than ``margin`` beyond 1× on that side, else no clear difference.
+    ``single``: the one-thread rounds, to say where one DDP process stood against them.
+    """
+    ratios = [b / a for a, b in zip(rounds[1], rounds[2])]
+    side = _side(ratios, margin)
+    verdict = (f"{side} than one DDP process in every round, each by more than {margin:.0%}"
+               if side != "no clear difference" else
+               f"no clear difference from one DDP process (not every round more than {margin:.0%} on one side of 1×)")
+    return (f"2 DDP processes vs 1 (one worker: one DDP process on the whole batch), round by round: "
+            + ", ".join(f"{r:.2f}×" for r in ratios) + f": {verdict} ({hardware_label('cpu')})"
+            + ("" if not single else
+               f"\none DDP process ran at {statistics.median(rounds[1]) / statistics.median(single):.2f}× one thread's "
+               "median (the same model, batch and SGD step; the process also runs DDP's gradient bucketing, and ran "
+               "at other moments: not split up here)"))
+
+
+def memory_sentences(budget: int, acc: dict, classes: int = 50_000, margin: float = MARGIN) -> list[str]:
+    """The formula's largest batches for DataParallel and DDP, why they differ, and the same at ``classes`` (02)."""
+    lim = largest_batches(budget, acc)
+    dp, ddp, per, fixed = lim["data_parallel"], lim["ddp"], lim["per_sample"], lim["fixed"]
+    ratio = ddp / dp if dp else float("inf")
+    side = ("DDP fits more" if ratio > 1 + margin else "DDP fits fewer" if ratio < 1 - margin
+            else f"about the same (within {margin:.0%})")
+    row = acc["per_sample_extra_bytes"] - 8
+    big = largest_batches(budget, acc, out_row_bytes=4 * classes)["per_sample"]
+    return [f"predicted, with {budget:,} B per device: DataParallel's output device is full at a global batch of {dp}, "
+            f"DDP at {ddp}: {side} ({ratio:.2f}×) in this budget",
+            f"  fixed bytes: DataParallel's output device {fixed['data_parallel']:,} B, a DDP device {fixed['ddp']:,} B "
+            f"(the difference: the flat copy of replica 0's gradients that the reduction makes)",
+            f"  per sample of the global batch: DataParallel's output device {per['data_parallel']:,.0f} B, a DDP device "
+            f"{per['ddp']:,.0f} B; close, because an output row here is {row} B ({row // 4} classes) against "
+            f"{acc['per_sample_bytes'] - row:,.0f} B of saved activations",
+            f"  with {classes:,} classes (exercise 2's model): {big['data_parallel']:,.0f} B against {big['ddp']:,.0f} B per "
+            f"sample ({big['data_parallel'] / big['ddp']:.1f}×): the gathered outputs then decide"]

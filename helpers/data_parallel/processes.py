@@ -1,0 +1,76 @@
+"""One DDP process against two, timed in turns inside one launch, so a slow moment hits both alike (02).
+
+Two ranks start once. In each round rank 0 first trains alone (a DDP model on a process group of
+rank 0 only, the whole global batch) while rank 1 waits at a barrier; then both train a DDP
+model on the world group, each on half the batch. Every process is single-threaded (the
+launcher's ``threads=1``); starting the processes is outside every timed loop.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from ..core.data import digits_batch
+from ..core.models import DigitsCNN
+from ..dist.launcher import launch
+from ..dist.ranks import agree, choose_backend, local_device
+
+__all__ = ["process_rounds"]
+
+
+def _timed_steps(model: nn.Module, x: torch.Tensor, y: torch.Tensor, seconds: float, group=None) -> float:
+    """Seconds per step of ``model`` on (x, y): a probe picks the step count on rank 0 of ``group``."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    for _ in range(3):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(3):
+        step()
+    n = torch.tensor([max(3, int(seconds / ((time.perf_counter() - t0) / 3)))])
+    if group is not None:  # every rank runs rank 0's count, the slowest sets the pace
+        n = torch.tensor([int(agree(float(n.item()), "rank0"))])
+        dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(int(n.item())):
+        step()
+    if x.is_cuda:
+        torch.cuda.synchronize(x.device)
+    dt = time.perf_counter() - t0
+    return (agree(dt, "max") if group is not None else dt) / int(n.item())
+
+
+def rounds_worker(rank: int, world_size: int, batch: int, seconds: float, rounds: int) -> dict:
+    """Samples/s of 1 DDP process (rank 0 alone) and of 2 (both ranks), round by round (02)."""
+    device = local_device()
+    alone = dist.new_group([0])  # every rank takes part in creating a group
+    x, y = (t.to(device) for t in digits_batch(batch))
+    torch.manual_seed(0)
+    ids = [device.index] if device.type == "cuda" else None
+    one = DDP(DigitsCNN().to(device), device_ids=ids, process_group=alone) if rank == 0 else None
+    both = DDP(DigitsCNN().to(device), device_ids=ids)
+    half = batch // world_size
+    xs, ys = x[rank * half:(rank + 1) * half], y[rank * half:(rank + 1) * half]
+    res: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(rounds):
+        dist.barrier()
+        if rank == 0:
+            res[1].append(batch / _timed_steps(one, x, y, seconds))
+        dist.barrier()  # rank 1 waits here while rank 0 trains alone
+        res[2].append(batch / _timed_steps(both, xs, ys, seconds, group=True))
+    return res
+
+
+def process_rounds(batch: int = 256, seconds: float = 0.3, rounds: int = 3) -> dict:
+    """``{1: [samples/s per round], 2: [...]}``: one DDP process on the whole batch, then two on half each (02)."""
+    backend = choose_backend(2)
+    return launch(rounds_worker, 2, args=(batch, seconds, rounds), backend=backend, verbose=False, timeout=180)[0]
