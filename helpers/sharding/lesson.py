@@ -24,6 +24,10 @@ def _partition_cases() -> list[tuple[list[int], int]]:
 
 def _partition_rule(numels: list[int], n: int) -> list[int]:
     """The check's copy of ZeroRedundancyOptimizer's rule (09)."""
+    from . import shares
+
+    if shares._zero1_watch is not None:  # called from inside the student's function: refused like the course's rule
+        shares._zero1_watch.append(1)
     want = [0] * n
     for k in sorted(numels, reverse=True):  # torch: largest tensor first, to the least-loaded rank (lowest on ties)
         want[want.index(min(want))] += k
@@ -91,9 +95,12 @@ def bench_sharding(repeats: int = 5) -> dict:
         out["predicted_step_s"] = round(r["predicted_step_s"], 5) if "predicted_step_s" in r else None
         results.append(out)
     timed = [r for r in results if r["step_s"] and r["world_size"] > 1]
+    worst = max(timed, key=lambda r: abs(r["predicted_step_s"] / r["step_s"] - 1))
     return {"device": describe_launch(2), "parameters": model_parameters(), "results": results,
             "bytes_exact": all(r["measured_bytes"] == r["predicted_bytes"] for r in results),
             "step_prediction_error": round(max(abs(r["predicted_step_s"] / r["step_s"] - 1) for r in timed), 4),
+            "step_prediction_worst": {"strategy": worst["strategy"], "world_size": worst["world_size"],
+                                      "signed": round(worst["predicted_step_s"] / worst["step_s"] - 1, 4)},
             "tp_block": {"output_diff": tp[0]["output_diff"], "weight_grad_diff": tp[0]["weight_grad_diff"],
                          "weight_bytes_fraction": tp[0]["weight_bytes"] / tp[0]["full_weight_bytes"],
                          "all_reduces": {"forward": tp[0]["forward"]["messages"],
@@ -109,5 +116,14 @@ def readme_figures(results: dict) -> str:
     fsdp4 = next(r for r in s["results"] if r["strategy"] == "fsdp2" and r["world_size"] == 4)
     return (f"Ψ = {s['parameters']:,}: bytes per rank {'exactly' if s['bytes_exact'] else 'NOT'} as predicted for DDP, "
             f"ZeRO-1, FSDP2, TP on 1, 2, 4 ranks (FSDP2 on 4: {sum(fsdp4['measured_bytes'].values()) / 1e6:.1f} MB of "
-            f"{16 * s['parameters'] / 1e6:.1f}); step times predicted within {s['step_prediction_error']:.0%} on 2 ranks; "
+            f"{16 * s['parameters'] / 1e6:.1f}); {_worst_step(s)}; "
             f"TP block: weights ×{s['tp_block']['weight_bytes_fraction']:.2f}, one all-reduce forward")
+
+
+def _worst_step(s: dict) -> str:
+    """The benchmark run's worst step-time prediction, named, in the words notebook 09 prints it (README)."""
+    w = s.get("step_prediction_worst")
+    if w is None:  # results from before the worst pair was recorded
+        return f"that run's worst step-time prediction on 2 ranks off by {s['step_prediction_error']:.0%}"
+    return (f"that run's worst step-time prediction: {w['strategy']} on {w['world_size']} ranks, "
+            f"{abs(w['signed']):.0%} {'over' if w['signed'] > 0 else 'under'} the measured step")

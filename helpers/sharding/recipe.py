@@ -185,8 +185,11 @@ def shard_fsdp2(model: nn.Sequential, mesh, lr: float = 1e-3, mp_policy=None) ->
     """FSDP2: ``fully_shard`` each layer, then the whole model; parameters become sharded DTensors (09).
 
     Each layer is its own unit: its parameters are all-gathered just before its forward (and again
-    before its backward) and freed after (``reshard_after_forward=True``, the default). In backward
-    FSDP2 also gathers the next layer ahead of time (prefetch), so two layers can be whole at once.
+    before its backward) and freed after. ``reshard_after_forward`` is left at its default, ``None``:
+    ``True`` for the layers, ``False`` for the root (the whole model), which FSDP2 sets at its first
+    forward (``_fully_shard.py``; ``_fsdp_state.py``, lazy init). Two layers can be whole at once: in
+    forward the all-gather's output is kept until the next layer's copy-out (``wait_for_unshard``),
+    in backward the next layer is gathered ahead of time (``_backward_prefetch``).
     ``mp_policy``: e.g. ``MixedPrecisionPolicy(param_dtype=torch.bfloat16)`` to compute in bf16 on
     gathered copies while the shards, gradients and Adam stay fp32.
     """

@@ -95,12 +95,13 @@ def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layer
     return out
 
 
-def _predicted_step(s: str, n: int, compute: dict, comm: dict, link: dict, overhead: float) -> float:
-    """Compute no strategy changes, the optimizer's share, α–β communication per collective, and the framework's
-    own per-step cost measured on one process (``overhead``); no overlap assumed."""
+def _predicted_parts(s: str, n: int, compute: dict, comm: dict, link: dict, overhead: float) -> dict[str, float]:
+    """Compute no strategy changes (TP: the one-process forward and backward ÷ N), the optimizer's share, α–β
+    communication per collective, and the framework's own per-step cost measured on one process
+    (``overhead``); no overlap assumed: the step is their sum (09)."""
     fb = compute["fb_full_s"] / n if s == "tp" else compute["fb_local_s"]
     adam = compute["adam_s"] / (1 if s == "ddp" else n)
-    return overhead + fb + adam + comm_seconds(comm, link, n)
+    return {"overhead": overhead, "compute": fb, "adam": adam, "comm": comm_seconds(comm, link, n)}
 
 
 def _parallel_slots() -> int:
@@ -184,7 +185,7 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
     rank's: params, grads, optim, FSDP2's peak of gathered layers), predicted_bytes (the calculator
     given the model's shapes), bytes_equal_on_all_ranks, max_abs_diff_vs_unsharded (one process, whole
     batch, same steps and precision), collectives of one step (calls, payload, wire bytes), DDP's
-    buckets (ddp, zero1) and, with ``repeats`` > 0, step_s and predicted_step_s. The prediction for
+    buckets (ddp, zero1) and, with ``repeats`` > 0, step_s, predicted_step_s and its predicted_parts. The prediction for
     N > 1 carries over each strategy's own overhead (hooks, copies, DTensor dispatch: its step time on
     one process less the plain model's compute there), so give ``world_sizes`` starting with 1 to
     include it. World sizes with more ranks than cores (or GPUs) are not timed: their processes would take turns.
@@ -223,8 +224,9 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
                 if n == 1:
                     c = r0["compute"]
                     overhead[s] = max(0.0, got["step_s"] - c["fb_full_s"] - c["adam_s"])
-                row["predicted_step_s"] = _predicted_step(s, n, r0["compute"], got["comm"], r0["link"],
+                row["predicted_parts"] = _predicted_parts(s, n, r0["compute"], got["comm"], r0["link"],
                                                           overhead.get(s, 0.0))
+                row["predicted_step_s"] = sum(row["predicted_parts"].values())
                 row["link"] = r0["link"]
             rows.append(row)
     return rows
