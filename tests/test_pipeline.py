@@ -199,18 +199,48 @@ def test_speed_verdicts_follow_the_rounds():
              {"microbatches": 4, "cost_vs_m1": 1.0, "cost_range": (0.98, 1.02)}]
     text = P.piece_model_lines([naive, row(2, 0.75, 0.74, 0.76), row(4, 0.9, 0.88, 0.92)], costs)
     assert "m =  2: predicted 1.33×" in text and "within the spread" in text.splitlines()[1]
-    assert "short of it" in text.splitlines()[2] and "at m = 4 the piece costs explain only part" in text
+    assert "short of it" in text.splitlines()[2] and "at m = 4 the piece costs, timed on one stage alone, explain only part" in text
     text = P.piece_model_lines([naive, row(2, 0.80, 0.70, 0.90)], costs[:2])   # lower median, overlapping rounds
     assert "by the medians it is lower at m = 2" in text and "cannot tell" in text
     lib = [dict(row(1, 1.0, 0.95, 1.05), schedule="gpipe"), dict(row(2, 1.3, 1.25, 1.35), schedule="gpipe")]
     text = P.library_lines(lib, [naive, row(2, 0.75, 0.74, 0.76)])
     assert "gpipe m = 2: 1300 ms (rounds 1250–1350), 0.77×" in text and "slower than the naive split" in text
-    assert "library 58% of the ideal, hand-written 100%" in text and "same ideal" in text
+    assert "m = 2: library 1300 (1250–1350) 58%, hand-written 750 (740–760) 100%: hand-written faster" in text
+    assert "m = 1: library 1000 (950–1050) 100%, hand-written 1000 (950–1050) 100%: no clear difference" in text
+    lib.append(dict(row(2, 1.5, 1.4, 1.6), schedule="1f1b"))
+    assert "1F1B against GPipe at m = 2: 1500 against 1300 ms: 1F1B slower (the rounds do not overlap)" in \
+        P.library_lines(lib, [naive])
     # a median lower only below the printed precision (1.332… against 1.333…) is not called lower
     text = P.piece_model_lines([naive, row(2, 0.7505, 0.70, 0.80)], costs[:2])
     assert "lower at" not in text and "cannot tell" in text
     one = [dict(row(1, 1.0, 0.95, 1.05), schedule="gpipe"), dict(row(2, 0.8, 0.75, 0.85), schedule="1f1b")]
     assert "1F1B has no m = 1 row" in P.library_lines(one, [naive])
+
+
+def test_gap_and_bound_lines_come_from_the_steps_own_events():
+    def row(m, med, rounds, f, b, msg=None):   # f, b: each stage's summed forward / backward seconds, every round
+        r = {"microbatches": m, "microbatch_rows": 64 // m, "step_s": med, "step_rounds": rounds,
+             "step_range": (min(rounds), max(rounds)), "speedup": 1.0 / med, "ideal_speedup": P.ideal_speedup(m),
+             "compute_rounds": [[{"F": f, "B": b}] * len(rounds)] * 2}
+        r["efficiency"] = r["speedup"] / r["ideal_speedup"]
+        if msg is not None:
+            r["message_s"] = [msg]
+        return r
+    naive = row(1, 1.0, [0.9, 1.0, 1.1], 0.2, 0.25, msg=0.01)
+    # m = 4: ideal step 1.0 / 1.6 = 0.625 s, measured 1.0 s; pieces 2× m = 1's explain 0.625 of the 0.375 s gap
+    text = P.gap_lines([naive, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
+    assert "stage 0: F ×2.00, B ×2.00" in text and "both stages ×2.00" in text and "gap +375 ms" in text
+    assert "slower pieces explain 167% of the gap (more than all of it" in text and "messages at most 11%" in text
+    text = P.gap_lines([naive, row(4, 0.8, [0.79, 0.8, 0.81], 0.22, 0.275)])   # ×1.10: 0.0625 of a 0.175 s gap
+    assert "explain 36% of the gap, messages not timed" in text and "the rest, 64%, this run does not separate" in text
+    # efficiency 1.02 > 1 against the median, but 0.92–1.12 against m = 1's rounds: no clear win
+    fast = row(2, 0.735, [0.73, 0.735, 0.74], 0.1, 0.125)
+    assert "no clear win over the bound" in P.beyond_bound_lines([naive, fast])
+    assert "above 1 even then" in P.beyond_bound_lines([naive, row(2, 0.6, [0.6], 0.1, 0.125)])
+    assert P.beyond_bound_lines([naive, row(2, 0.9, [0.9], 0.2, 0.25)]) == ""
+    rows = [naive, row(2, 0.7, [0.65, 0.7, 0.8], 0.2, 0.25), row(4, 0.68, [0.6, 0.68, 0.75], 0.2, 0.25)]
+    assert "no clear best" in P.best_split_line(rows) and "m = 2's" in P.best_split_line(rows)
+    assert P.best_split_line(rows[:1] + rows[2:]).startswith("best split here: m = 4")
 
 
 def _gpipe_idle_of_stage0(m, cost0, cost1):
@@ -234,8 +264,10 @@ def _gpipe_idle_of_stage0(m, cost0, cost1):
     ("01.bubble_slow_stage", _gpipe_idle_of_stage0(4, 1, 2), [0.2, 1 / 9, 8 / 18, 0.25, 0.5, 1 / 3]),
     # step(m = 4) / step(m = 8), p = 4: slot counts without the shrinking slots, m doubled, speedup differences
     ("01.ideal_p4_m8", (7 / 4) / (11 / 8), [2, 11 / 7, 7 / 11, 32 / 11 - 16 / 7, 32 / 11, 16 / 7, 1.28]),
-    # rows held by stage 2 (p − s = 2 micro-batches of 64 / 16 rows): micro-batches, GPipe's whole batch, stages 0, 1
-    ("01.peak_1f1b_stage2", 2 * 64 // 16, [2, 64, 16, 12, 4, 32]),
+    # smallest m dividing 64 with min(m, p − s) · 64/m ≤ 10 rows on stage 2: one micro-batch held (8), stage 0's
+    # p − s = 4 (32), ceilings that do not divide 64 (7, 13), the rows or micro-batches themselves, GPipe's m (64)
+    ("01.peak_1f1b_stage2", min(m for m in (1, 2, 4, 8, 16, 32, 64) if min(m, 2) * 64 // m <= 10),
+     [8, 32, 7, 13, 12, 10, 2, 4, 64, 6]),
 ])
 def test_the_number_exercises_accept_the_rule_and_refuse_plausible_wrong_answers(exercise, right, wrong):
     from helpers.core.checks import verify

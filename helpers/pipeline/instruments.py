@@ -27,7 +27,11 @@ __all__ = ["gpipe_worker", "ping_pong_rounds", "busy_share", "busy_overlap", "id
 
 def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int, ms: Sequence[int],
                  repeats: int = 3, message_rounds: int = 0) -> dict:
-    """Time the hand-written 2-stage GPipe for each micro-batch count; keep the last step's events (01).
+    """Time the hand-written 2-stage GPipe for each micro-batch count, in rounds; keep the median round's events (01).
+
+    Each round takes every m once, in an order rotated from round to round, so whatever else the
+    machine does falls on all m alike. ``compute_rounds``: this stage's summed forward and backward
+    seconds inside each timed step.
 
     With ``message_rounds``, also time one send/recv of each micro-batch's activation size
     (``message_rounds`` rounds, the sizes taken in turn in each round), under ``"messages"``.
@@ -38,20 +42,30 @@ def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int,
     stage = make_stages(width, depth)[rank].to(device)
     opt = torch.optim.SGD(stage.parameters(), lr=1e-3)
     x, y = (t.to(device) for t in synthetic_batch(batch, width))
-    out = {}
+    ms = list(ms)
     for m in ms:
         _check_split(batch, m)
-        gpipe_step(rank, stage, opt, x, y, m, width, [])  # warm-up
-        times, events = [], []
-        for _ in range(repeats):
-            events = []
+    times: dict[int, list[float]] = {m: [] for m in ms}
+    rounds_events: dict[int, list[list]] = {m: [] for m in ms}
+    for r in range(repeats + 1):  # round 0 warms up; each round takes every m, in an order rotated by round
+        for m in ms[r % len(ms):] + ms[:r % len(ms)]:
+            events: list = []
             dist.barrier()
             t0 = time.perf_counter()
             gpipe_step(rank, stage, opt, x, y, m, width, events)
-            times.append(agree(time.perf_counter() - t0, "max"))
+            t = agree(time.perf_counter() - t0, "max")
+            if r:
+                times[m].append(t)
+                rounds_events[m].append(events)
+    out = {}
+    for m in ms:
+        k = sorted(range(repeats), key=lambda i: times[m][i])[(repeats - 1) // 2]  # the median round's events
+        events = rounds_events[m][k]
         t_start = agree(min(e[3] for e in events), "min")  # one clock (CLOCK_MONOTONIC is shared on one machine)
-        out[m] = {"step_s": statistics.median(times), "step_rounds": times,
-                  "events": [(s, k, i, a - t_start, b - t_start) for s, k, i, a, b in events]}
+        out[m] = {"step_s": statistics.median(times[m]), "step_rounds": times[m], "shown_round_s": times[m][k],
+                  "events": [(s, kd, i, a - t_start, b - t_start) for s, kd, i, a, b in events],
+                  "compute_rounds": [{kd: sum(b - a for _, kk, _, a, b in ev if kk == kd) for kd in "FB"}
+                                     for ev in rounds_events[m]]}
     if message_rounds:
         out["messages"] = ping_pong_rounds(rank, [batch // m * width * 4 for m in ms], message_rounds)
     return out
@@ -112,8 +126,9 @@ def run_gpipe(ms: Sequence[int] = (1, 2, 4, 8), width: int = 512, depth: int = 4
               repeats: int = 5, timeout: float = 120, message_rounds: int = 0) -> list[dict]:
     """Measured step time of the hand-written GPipe for each m, against the ideal (01).
 
-    Rows: micro-batches, step seconds, speedup over m = 1, ideal speedup, efficiency = their ratio,
-    and the events of one step on both stages (for the timeline). With ``message_rounds``, each row
+    Rows: micro-batches, step seconds (median, every round, the shown round), speedup over m = 1, ideal
+    speedup, efficiency = their ratio, the events of the median round on both stages (for the timeline),
+    and ``compute_rounds[stage]``: that stage's summed forward and backward seconds in each round. With ``message_rounds``, each row
     also has ``message_bytes`` (one micro-batch's activation, the size of each of its two messages)
     and ``message_s`` (one-way seconds of a send/recv of that size, one figure per round).
     """
@@ -130,6 +145,8 @@ def run_gpipe(ms: Sequence[int] = (1, 2, 4, 8), width: int = 512, depth: int = 4
         speed = base / res[0][m]["step_s"]
         rows.append({"microbatches": m, "microbatch_rows": batch // m, "step_s": res[0][m]["step_s"],
                      "step_range": (min(res[0][m]["step_rounds"]), max(res[0][m]["step_rounds"])),
+                     "step_rounds": res[0][m]["step_rounds"], "shown_round_s": res[0][m]["shown_round_s"],
+                     "compute_rounds": [res[0][m]["compute_rounds"], res[1][m]["compute_rounds"]],
                      "speedup": speed, "ideal_speedup": ideal_speedup(m), "efficiency": speed / ideal_speedup(m),
                      "events": sorted(res[0][m]["events"] + res[1][m]["events"], key=lambda e: e[3])})
         if message_rounds:
@@ -150,7 +167,8 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
 
     A pipeline only helps if cutting the batch costs little. ``cost_vs_m1``: the median time
     over ``repeats`` rounds against the first m's median; ``cost_range``: the fastest and slowest
-    round on the same scale (the spread to read the median against).
+    round on the same scale (the spread to read the median against); ``ratio_range``: the ratio's
+    range when m = 1's own rounds are taken at their fastest and slowest too.
     """
     stage = make_stages(width, depth)[0]
     x, _ = synthetic_batch(batch, width)
@@ -167,9 +185,11 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
                 if r:
                     times[m].append(time.perf_counter() - t0)
     base = statistics.median(times[ms[0]])
+    t1 = times[ms[0]]
     return [{"microbatches": m, "microbatch_rows": batch // m, "seconds": statistics.median(times[m]),
              "cost_vs_m1": statistics.median(times[m]) / base,
-             "cost_range": (min(times[m]) / base, max(times[m]) / base)} for m in ms]
+             "cost_range": (min(times[m]) / base, max(times[m]) / base),
+             "ratio_range": (min(times[m]) / max(t1), max(times[m]) / min(t1))} for m in ms]
 
 
 class LiveCounter(nn.Module):

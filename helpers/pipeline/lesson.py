@@ -27,9 +27,9 @@ EXERCISES = [
              hint="Count each step's length in the time one stage needs for the whole batch: how many slots does "
                   "the pipelined step take at m = 4, how many at m = 8, and how long is one slot in each?",
              why="Doubling m does not halve the step: it only shrinks the bubble, the p − 1 slots at the ends."),
-    Exercise("01.peak_1f1b_stage2", "int", digest="ef8ee4d125589f343e0809252133a9a917fc8d9130cd4d07ba8a25e40fe743aa",
-             hint="First count the micro-batches the third stage holds at its peak under 1F1B, then how many rows "
-                  "each of them has.",
+    Exercise("01.peak_1f1b_stage2", "int", digest="e3644c53892dd99bedb12e2b40e32ba0a032b9154df7fffadc0bf224815f7e53",
+             hint="First count the micro-batches the third stage holds at its peak under 1F1B (while m is small, "
+                  "that count depends on m), then how many rows each of them has; try the m that divide 64 in turn.",
              why="Under 1F1B a stage's peak is a fixed number of micro-batches, so at a fixed batch more micro-batches "
                  "mean fewer rows held; under GPipe a stage holds the whole batch's activations, however large m is."),
     Exercise(_ONE_F_ONE_B_ID, "code", behaviour=lambda fn: _one_f_one_b_behaviour(fn),

@@ -32,7 +32,8 @@ def plot_timelines(rows: list[dict], label: str = "") -> Figure | None:
         ax.set_yticks([1, 0], ["stage 0", "stage 1"])
         ax.set_xlim(0, t_max * 1.02)
         ax.set_title(f"m = {r['microbatches']} micro-batch{'es' if r['microbatches'] > 1 else ''} of "
-                     f"{r['microbatch_rows']} rows: step {1e3 * r['step_s']:.0f} ms (median; bars: the last round)",
+                     f"{r['microbatch_rows']} rows: bars: the median round, its step {1e3 * r.get('shown_round_s', r['step_s']):.0f} ms "
+                     f"(rounds {1e3 * r['step_range'][0]:.0f}–{1e3 * r['step_range'][1]:.0f} ms)",
                      fontsize=9, loc="left")
     axes[0, 0].legend(handles=[Patch(color=colors["F"], label="Fs.i: stage s's forward of micro-batch i (narrow bars: i only)"),
                                Patch(color=colors["B"], label="Bs.i: its backward")],
@@ -86,8 +87,9 @@ def plot_split_sweep(rows: list[dict], cost_rows: list[dict], label: str = "") -
     for a, rs in ((ax[0], rows), (ax[1], cost_rows)):  # after set(xscale=…), which resets the ticks
         a.set_xscale("log")
         a.invert_xaxis()
-        a.set_xticks([r["microbatch_rows"] for r in rs], [f"{r['microbatch_rows']}\nm={r['microbatches']}" for r in rs])
+        a.set_xticks([r["microbatch_rows"] for r in rs], [f"{r['microbatch_rows']}\nm={r['microbatches']}" for r in rs],
+                     fontsize=7)
         a.xaxis.set_minor_locator(NullLocator())
-        a.set_xlabel(f"rows per micro-batch, fewer to the right as m grows (a {batch}-row batch)")
+        a.set_xlabel(f"rows per micro-batch, fewer to the right\nas m grows (a {batch}-row batch)", fontsize=8)
         a.grid(alpha=0.3)
     return finish(fig, label)
