@@ -194,7 +194,7 @@ def sweep_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int)
     for size in sizes:
         x = torch.ones(size // 4, device=dev)
         part, recv = x[:size // 4 // world_size].clone(), torch.empty(size // 4 // world_size, device=dev)
-        inner = max(2, min(20, 2**20 // size))  # several calls per timing for small messages
+        inner = max(2, min(50, 2**20 // size))  # more calls per timing for small messages: less noise
         t = _best_times({"gloo_s": lambda: dist.all_reduce(x), "ring_s": lambda: ring_all_reduce(x),
                          "step_s": lambda: _exchange(part, recv), "add_s": lambda: part.add_(recv)}, repeats, inner, dev)
         out.append({"bytes": size, **t})

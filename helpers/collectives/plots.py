@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from ..core.plots import finish
 from .instruments import COLLECTIVES, alpha_beta_time
 
-__all__ = ["plot_collectives", "plot_bus_bandwidth", "sweep_summary", "plot_scratch_ddp"]
+__all__ = ["plot_collectives", "plot_bus_bandwidth", "sweep_summary", "ddp_verdict", "plot_scratch_ddp"]
 
 
 def _holdings(ax, rows: list, title: str, vmax: float) -> None:
@@ -80,14 +80,35 @@ def sweep_summary(sweep: dict) -> list[str]:
     size = lambda x: f"{x / 2**20:g} MiB" if x >= 2**20 else f"{x / 2**10:g} KiB"  # noqa: E731
     lines = [f"all_reduce time, {size(lo)} → {size(hi)} ({hi // lo}× the bytes): ×{g:.1f}"
              for (lo, hi), g in zip((small, large), grow)]
-    if grow[0] < 4 < grow[1]:
+    flat, steep = 0.7 <= grow[0] <= 2, grow[1] >= 8  # α alone: ×1; β alone: ×16
+    if flat and steep:
         lines.append("  so small messages pay mostly α (time barely grows), large ones mostly β (time grows with bytes)")
+    elif not flat:
+        lines.append(f"  small sizes do not fit the α–β model here: ×{grow[0]:.1f} is outside the ×0.7–2 that α alone "
+                     "would give, so this run does not show where α dominates")
+    else:
+        lines.append(f"  large sizes: ×{grow[1]:.1f} for 16× the bytes, so β does not dominate yet at these sizes here")
+    big = max(sweep["sizes"], key=lambda r: r["bytes"])
+    inv_beta, algbw = 1e-9 / sweep["beta_s_per_byte"], max(r["bytes"] / r["gloo_s"] / 1e9 for r in sweep["sizes"])
+    lines.append(f"the fitted line: {size(big['bytes'])} in {big['gloo_model_s'] * 1e3:.1f} ms, timed "
+                 f"{big['gloo_s'] * 1e3:.1f} ms; 1/β = {inv_beta:.2f} GB/s is "
+                 f"{'above' if inv_beta > algbw else 'not above'} every size's bytes/time (at most {algbw:.2f} GB/s)")
     busbw = [f"{r['gloo_busbw_gbs']:.2f}" for r in sweep["sizes"][-3:]]
     lines.append(f"bus bandwidth at {', '.join(size(r['bytes']) for r in sweep['sizes'][-3:])}: {', '.join(busbw)} GB/s")
-    k = b[-3] // b[0]
-    lines.append(f"{k:,} all-reduces of {size(b[0])}: {k * t[b[0]] * 1e3:.0f} ms; one of {size(b[-3])}: "
-                 f"{t[b[-3]] * 1e3:.1f} ms ({k * t[b[0]] / t[b[-3]]:.0f}× less), the same bytes")
+    k, one = b[-3] // b[0], sweep["sizes"][0]
+    lines.append(f"{k:,} all-reduces of {size(b[0])}: {k:,} × {t[b[0]] * 1e3:.2f} ms (one, timed) = "
+                 f"{k * t[b[0]] * 1e3:.0f} ms, or {k * one['gloo_model_s'] * 1e3:.0f} ms from the fitted line; one of "
+                 f"{size(b[-3])}: {t[b[-3]] * 1e3:.1f} ms timed ({k * t[b[0]] / t[b[-3]]:.0f}× less), the same bytes")
     return lines
+
+
+def ddp_verdict(res: dict, margin: float = 0.1) -> str:
+    """Overlap vs buckets alone, buckets vs one all-reduce per parameter: a verdict only beyond ``margin`` (08)."""
+    def cmp(a: str, b: str) -> str:
+        x, y = res["ratio"][a], res["ratio"][b]
+        verdict = "faster than" if x < (1 - margin) * y else "slower than" if x > (1 + margin) * y else "no clear difference from"
+        return f"{a.replace('_', ' ')} {verdict} {b.replace('_', ' ')} ({x:.2f}× vs {y:.2f}× DDP's)"
+    return f"here, with a {margin:.0%} margin: {cmp('overlapped', 'bucketed')}; {cmp('bucketed', 'per_parameter')}"
 
 
 def plot_scratch_ddp(res: dict, label: str = "") -> Figure | None:

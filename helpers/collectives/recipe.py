@@ -76,7 +76,7 @@ def ring_reduce_scatter(t: torch.Tensor) -> int:
     ``t`` (contiguous) is cut into ``n`` chunks. At step ``s`` rank ``r`` sends its running sum of
     chunk ``r − s`` to the right and adds what arrives from the left into chunk ``r − s − 1``.
     The chunk it adds into at the last step then holds the sum over all ranks (the other chunks
-    hold partial sums): that chunk's index is returned. Not necessarily chunk ``rank``, where
+    hold partial sums): that chunk's index is returned. For n > 1 it is never chunk ``rank``, where
     ``dist.reduce_scatter`` puts rank ``r``'s piece.
     """
     rank, n = dist.get_rank(), dist.get_world_size()
@@ -108,8 +108,9 @@ def ring_all_reduce(t: torch.Tensor) -> torch.Tensor:
     """Bandwidth-optimal ring all-reduce of ``t`` in place: reduce-scatter, then all-gather (08).
 
     2(n − 1) steps, each sending ``size / n``: every rank sends ``2 (n − 1) / n · size`` in all,
-    nearly ``2 · size`` however many ranks there are. This is the algorithm nccl uses for large
-    messages (with many rings and pipelining on top).
+    nearly ``2 · size`` however many ranks there are. nccl implements a ring like it among other
+    algorithms (Tree, NVLS, CollNet, …) and picks one per call unless ``NCCL_ALGO`` restricts it:
+    https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-algo
     """
     if not t.is_contiguous():
         raise ValueError("ring_all_reduce works on a contiguous tensor; pass t.contiguous() and copy back")
