@@ -152,7 +152,9 @@ def test_recorded_gpu_intro_says_when_the_recording_ran_other_code(tmp_path):
     with zipfile.ZipFile(folder / "executed_notebooks.zip", "w") as z:
         z.writestr("06_oom_troubleshooting.ipynb", json.dumps(nb))
     assert M.recorded_gpu_intro("fa91ff67", folder=folder).endswith(", this cell printed")
-    assert M.recorded_gpu_intro("d78593a6", folder=folder).endswith(", an earlier version of this cell printed")
+    older = M.recorded_gpu_intro("d78593a6", folder=folder)
+    assert ", an earlier version of this cell (other code than above" in older and older.endswith(") printed")
+    assert "2026-01-01-gpu/executed_notebooks.zip" in older                # where that code can be read
     assert "Some GPU" in M.recorded_gpu_intro("d78593a6", folder=folder)
 
 
@@ -232,23 +234,31 @@ def test_mean_loss_check_accepts_right_answers():
     assert verify("06.mean_loss", _right)[0] and verify("06.mean_loss", per_batch_weighted)[0]
 
 
-def test_leak_exercise_needs_the_per_sample_bytes_not_one_helper_call():
-    # exercise 1 asks for the largest batch within 1 MiB: no single leak_breakdown/leak_curve call returns it
+def test_leak_exercise_refuses_each_plausible_wrong_method():
+    # exercise 1: section 3's loop with hidden width 32, the largest batch whose leak stays within
+    # 5,600,000 B; the budget is chosen so that each classic shortcut gives another batch
     from helpers.core.checks import verify
+    from helpers.memory.lesson import LEAK_BUDGET, LEAK_HIDDEN, _leak_of
 
-    per_sample = 64 * 4 + 2 * 256 * 4 + 10 * 4 + 8           # input, two ReLU outputs, log-softmax, int64 target
-    right = (2**20 - 4) // per_sample                          # 4 B: nll_loss's total_weight, whatever the batch
-    assert right == 445 and verify("06.leak_largest_batch", right)[0]
-    assert M.leak_breakdown(batch=right)["total"] <= 2**20 < M.leak_breakdown(batch=right + 1)["total"]
-    # a GPU's count, each tensor rounded up to 512 B, happens to give the same batch: no ambiguity
-    assert max(b for b in range(1, 600) if M.leak_breakdown(batch=b)["rounded"] <= 2**20) == right
+    budget, hidden = LEAK_BUDGET, LEAK_HIDDEN
+    per_sample = 64 * 4 + 2 * hidden * 4 + 10 * 4 + 8        # input, two ReLU outputs, log-softmax, int64 target
+    right = (budget - 4) // per_sample                       # 4 B: nll_loss's total_weight, whatever the batch
+    assert verify("06.leak_largest_batch", right)[0]
+    assert _leak_of(right) <= budget < _leak_of(right + 1)   # measured, not only from the shapes
+    parts = lambda b: M.leak_breakdown(batch=b, hidden=hidden)  # noqa: E731
+    assert parts(right)["total"] <= budget < parts(right + 1)["total"]
+    leak64 = _leak_of(64)
     wrong = {
-        "rounded up instead of down": -(-(2**20 - 4) // per_sample),
-        "targets forgotten": (2**20 - 4) // (per_sample - 8),
-        "targets as 4-byte ints": (2**20 - 4) // (per_sample - 4),
-        "the leak of batch 64 (a helper's default)": M.leak_breakdown()["total"],
-        "the leak at the answer, in bytes": M.leak_breakdown(batch=right)["total"],
-        "1 MB read as 10**6 B": (10**6 - 4) // per_sample,
+        "the 4 B constant ignored": budget // per_sample,
+        "batch 64's measured leak scaled": budget * 64 // leak64,
+        "each tensor rounded up to 512 B (a GPU's count)": max(b for b in range(right - 200, right + 2)
+                                                               if parts(b)["rounded"] <= budget),
+        "rounded up instead of down": -(-(budget - 4) // per_sample),
+        "targets forgotten": (budget - 4) // (per_sample - 8),
+        "targets as 4-byte ints": (budget - 4) // (per_sample - 4),
+        "hidden width 256 (section 3's)": (budget - 4) // (64 * 4 + 2 * 256 * 4 + 10 * 4 + 8),
+        "the leak of batch 64 in bytes": leak64,
+        "5.6 MB read as 5.6 MiB": int((5.6 * 2**20 - 4) // per_sample),
     }
     for why, value in wrong.items():
         assert value != right, why

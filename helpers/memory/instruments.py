@@ -40,12 +40,19 @@ def gpu_status_line(step: int | None = None) -> str:
 
 
 def cuda_memory_summary() -> str:
-    """``torch.cuda.memory_summary()``, or what it raised where there is no CUDA device (06)."""
+    """``torch.cuda.memory_summary()``, or what it raised while CUDA is not initialised (06).
+
+    ``memory_summary`` reads ``memory_stats()``, which is ``{}`` until CUDA is initialised
+    (``memory_stats_as_nested_dict`` in torch/cuda/memory.py), so its first lookup raises KeyError.
+    """
     try:
         return torch.cuda.memory_summary(abbreviated=True)
-    except Exception as e:  # no CUDA: the allocator has no statistics to read
-        return (f"no CUDA device: torch.cuda.memory_summary() has nothing to report "
-                f"(here it raised {type(e).__name__}: {e})")
+    except Exception as e:
+        if torch.cuda.is_initialized():
+            return f"torch.cuda.memory_summary() raised {type(e).__name__}: {e}"
+        why = "" if torch.cuda.is_available() else " (no CUDA device here, so it never is)"
+        return (f"CUDA not initialised{why}: torch.cuda.memory_stats() is {dict(torch.cuda.memory_stats())}, "
+                f"so torch.cuda.memory_summary() raised {type(e).__name__}: {e}")
 
 
 def cuda_memory(tag: str = "") -> dict:

@@ -102,7 +102,7 @@ def underflow_demo(tiny: float = 1e-6) -> dict:
 
 
 def big_gradient_problem(target: float = 100.0, seed: int = 0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
-    """A regression whose targets (100) are far from the untrained outputs: gradients of tens (06).
+    """A regression whose targets (``target``, all equal) are far from the untrained outputs: large gradients (06).
 
     Scaled by GradScaler's first scale, 2**16, such gradients exceed float16's largest number,
     65,504: the overflow the scaler is built to detect.

@@ -40,7 +40,9 @@ def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", f
         then = _cell_source(json.loads(z.read(f"{notebook}.ipynb")), cell_id)
     here = Path(__file__).resolve().parents[2] / "notebooks" / f"{notebook}.ipynb"
     now = _cell_source(json.loads(here.read_text()), cell_id) if here.exists() else None
-    which = "this cell" if then is not None and then == now else "an earlier version of this cell"
+    which = ("this cell" if then is not None and then == now else
+             f"an earlier version of this cell (other code than above, so other lines and formats; its code is in "
+             f"{folder.name}/executed_notebooks.zip)")
     return f"On a GPU ({recorded_gpu_run(folder)}), {which} printed"
 
 
