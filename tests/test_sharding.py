@@ -189,3 +189,22 @@ def test_zero1_partition_exercise_refuses_plausible_wrong_answers(wrong):
     assert all(_right(list(k), n) == v for (k, n), v in _TABLE.items())   # the table is right where it answers
     ok, msg = verify("09.zero1_partition", wrong)
     assert not ok, wrong.__name__
+
+
+@pytest.mark.parametrize("exercise, wrong", [
+    ("09.replica_gb_13b", 234),         # autocast's bf16 weight copies added: not what section 1's table counts
+    ("09.replica_gb_13b", 26),          # the bf16 copies alone
+    ("09.replica_gb_13b", 104),         # the fp32 weights and gradients only
+    ("09.zero3_gb_13b_16", 14.625),     # DeepSpeed's estimator, 18Ψ/N: its extra fp32 gradient copy
+    ("09.zero3_gb_13b_16", 61.75),      # ZeRO-1 in DeepSpeed's accounting: weights and gradients left whole
+    ("09.zero3_gb_13b_16", 6.5),        # Adam's state alone
+])
+def test_the_gb_exercises_refuse_plausible_wrong_answers_without_saying_the_answer_is_whole(exercise, wrong):
+    ok, msg = verify(exercise, wrong)
+    assert not ok, (exercise, wrong)
+    assert "whole" not in msg           # "expected a whole number" would tell which answers to drop
+
+
+def test_the_gb_exercises_accept_the_answer_as_int_or_float():
+    assert verify("09.replica_gb_13b", 16 * 13)[0] and verify("09.replica_gb_13b", 208.0)[0]
+    assert verify("09.zero3_gb_13b_16", 16 * 13 / 16)[0] and verify("09.zero3_gb_13b_16", 13)[0]

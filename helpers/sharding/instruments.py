@@ -103,7 +103,8 @@ def ddp_bucket_bytes(net: nn.Module) -> dict[str, int]:
 
 
 def _gathered_now(model: nn.Module) -> int:
-    """Bytes of whole (gathered) parameters FSDP2 holds right now: unsharded parameters and pending all-gather outputs."""
+    """Bytes of whole (gathered) parameters FSDP2 holds right now: unsharded parameters, all-gather outputs not yet
+    copied out, and the forward's output ``wait_for_unshard`` keeps until the next layer's copy-out (``all_gather_state``)."""
     seen: dict[int, int] = {}
     for m in model.modules():
         state = m._get_fsdp_state() if hasattr(m, "_get_fsdp_state") else None
@@ -113,6 +114,9 @@ def _gathered_now(model: nn.Module) -> int:
         tensors = [getattr(fp, "_unsharded_param", None) for fp in group.fsdp_params]
         if getattr(group, "_all_gather_result", None) is not None:
             tensors.append(group._all_gather_result.all_gather_output)
+        kept = getattr(getattr(group, "comm_ctx", None), "all_gather_state", None)
+        if kept is not None:  # shared by the groups: the storage check below counts it once
+            tensors.append(kept.all_gather_result.all_gather_output)
         for t in tensors:
             if t is not None:
                 st = t.untyped_storage()
@@ -123,7 +127,8 @@ def _gathered_now(model: nn.Module) -> int:
 class GatheredPeak(TorchDispatchMode):
     """The most bytes of gathered FSDP2 parameters alive at once, looked at after every op of a step (09).
 
-    Reads FSDP2's internals (``_fsdp_param_group``, ``_unsharded_param``, ``_all_gather_result``);
+    Reads FSDP2's internals (``_fsdp_param_group``, ``_unsharded_param``, ``_all_gather_result``,
+    ``comm_ctx.all_gather_state``);
     ``peak`` stays 0 where they are not there (another torch version, or no FSDP2).
     """
 

@@ -61,12 +61,12 @@ def _partition_behaviour(fn: Callable) -> str | None:
 
 
 EXERCISES = [
-    Exercise("09.replica_gb_13b", "int", digest="b2b31f2bb4f464b76a5e9e8f2c3280d22d62cf33716082628b15ec9b642f8b9d",
+    Exercise("09.replica_gb_13b", "number", digits=3, digest="b2b31f2bb4f464b76a5e9e8f2c3280d22d62cf33716082628b15ec9b642f8b9d",
              hint="Section 1's table: what do parameters, gradients and Adam's state cost per parameter under each "
                   "accounting, and what does DDP divide? (answer in GB, 10⁹ bytes)",
              why="16 bytes per parameter under either accounting, before a single activation: no single GPU holds a "
                  "13B model's training state."),
-    Exercise("09.zero3_gb_13b_16", "int", digest="6f06352e3668f70c8b52430dacd5658fe582a680e96f7ec3003371c4c7a41d7f",
+    Exercise("09.zero3_gb_13b_16", "number", digits=3, digest="6f06352e3668f70c8b52430dacd5658fe582a680e96f7ec3003371c4c7a41d7f",
              hint="Which of the three parts does ZeRO-3 shard? (answer in GB)",
              why="The same under either accounting. Sharded sixteen ways the state leaves most of a 40 GB GPU for "
                  "the gathered layers and activations; ZeRO-1 alone would leave the weights and gradients whole on "

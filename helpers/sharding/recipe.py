@@ -41,15 +41,15 @@ SHARDED = {"ddp": (), "zero1": ("optim",), "zero2": ("optim", "grads"), "zero3":
            "fsdp2": ("optim", "grads", "params"), "tp": ("optim", "grads", "params")}
 STRATEGIES = tuple(SHARDED)
 
-# Approximate α (s per message) and β (s per byte through one rank's link, i.e. 1 / bus bandwidth), typical
-# published figures for all-reduce busbw (nccl-tests on recent hardware; vendors' link speeds), not measurements
-# of yours: replace them with what nccl-tests or bench_collectives measures on your machines.
+# α (s per message) and β (s per byte through one rank's link, i.e. 1 / bus bandwidth): ASSUMPTIONS, not
+# measurements: each β a bus bandwidth assumed below the link's rated speed, each α a guess. Replace them with
+# what nccl-tests or bench_collectives measures on your machines.
 INTERCONNECTS = {
     "gloo, 2-core CPU (measured)": (3.3e-4, 1 / 1.15e9),  # bench_collectives on the course's reference machine
-    "PCIe 4.0 x16": (1e-5, 1 / 20e9),             # ~32 GB/s raw per direction, ~20 GB/s busbw in practice
-    "NVLink 4 (H100 SXM)": (1e-5, 1 / 400e9),     # 450 GB/s per direction, nccl busbw ~370-480 GB/s on 8 GPUs
-    "InfiniBand NDR 400 Gb/s": (2e-5, 1 / 45e9),  # 50 GB/s per port, ~40-48 GB/s busbw across nodes
-    "Ethernet 100 Gb/s": (3e-5, 1 / 11e9),        # 12.5 GB/s line rate
+    "PCIe 4.0 x16": (1e-5, 1 / 20e9),             # assumed 20 GB/s
+    "NVLink 4 (H100 SXM)": (1e-5, 1 / 400e9),     # assumed 400 GB/s; rated 900 GB/s both directions (nvidia.com/h100)
+    "InfiniBand NDR 400 Gb/s": (2e-5, 1 / 45e9),  # assumed 45 GB/s; the name's 400 Gb/s is 50 GB/s per port
+    "Ethernet 100 Gb/s": (3e-5, 1 / 11e9),        # assumed 11 GB/s; the name's 100 Gb/s is 12.5 GB/s
 }
 
 
@@ -105,7 +105,8 @@ def comm_per_step(params: int, world_size: int, strategy: str = "ddp", precision
 
     Ring all-reduce sends ``2 (N − 1)/N`` of its message, all-gather, reduce-scatter and broadcast
     ``(N − 1)/N``. Textbook numbers (ZeRO paper, §7): DDP moves 2Ψ per step (an all-reduce is a
-    reduce-scatter plus an all-gather), DeepSpeed's ZeRO-1/2 2Ψ too, ZeRO-3/FSDP 3Ψ (parameters
+    reduce-scatter plus an all-gather), ZeRO-1/2 2Ψ too (the paper's; DeepSpeed's ``stage_1_and_2.py``
+    all-reduces the gradient buckets by default, 3Ψ), ZeRO-3/FSDP 3Ψ (parameters
     all-gathered in forward and again in backward, gradients reduce-scattered), times ``(N − 1)/N``
     and the bytes per element. PyTorch's ``ZeroRedundancyOptimizer`` ("zero1" with "fp32"/"amp") keeps
     DDP's all-reduce and broadcasts the updated fp32 parameters: 3Ψ; its "zero2" is FSDP2 with
