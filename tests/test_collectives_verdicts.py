@@ -1,5 +1,5 @@
 """Notebook 08's generated verdicts: they say only what their numbers say (no processes started)."""
-from helpers.collectives import ddp_verdict, sweep_summary
+from helpers.collectives import ddp_verdict, ring_prediction_lines, sweep_summary
 
 
 def _sweep(small_ratio: float, large_ratio: float = 16.0) -> dict:
@@ -43,3 +43,36 @@ def test_the_ddp_verdict_needs_a_margin_and_says_slower_when_slower():
     assert "overlapped slower than bucketed" in ddp_verdict(_scratch(1.6, 1.30, 1.50))
     assert "bucketed faster than per parameter" in ddp_verdict(_scratch(1.6, 1.30, 1.10))
     assert "bucketed no clear difference from per parameter" in ddp_verdict(_scratch(1.35, 1.30, 1.10))
+
+
+def _ring_sweep(measured_over_predicted: list[float], extra_ms: list[float] | None = None) -> dict:
+    """A sweep whose ring takes the given multiples of its prediction (or the prediction plus extra_ms)."""
+    sizes = [4**k * 2**10 for k in range(len(measured_over_predicted))]
+    rows = []
+    for i, (s, m) in enumerate(zip(sizes, measured_over_predicted)):
+        predicted = 2e-4 + s * 1e-9
+        ring = predicted + extra_ms[i] * 1e-3 if extra_ms else predicted * m
+        rows.append({"bytes": s, "ring_s": ring, "ring_model_s": predicted})
+    return {"sizes": rows, "world_size": 2, "step_alpha_s": 1e-4}
+
+
+def test_the_ring_prediction_is_printed_at_every_size_not_only_where_it_fits():
+    lines = ring_prediction_lines(_ring_sweep([3.0, 2.5, 1.05, 0.97]))
+    assert sum("predicted" in line and "ring" in line for line in lines[:4]) == 4
+    assert "within 15% of the prediction at: 16 KiB, 64 KiB" in lines
+    slower = next(line for line in lines if line.startswith("slower than predicted"))
+    assert "1 KiB, 4 KiB" in slower and "×2.5–×3.0" in slower
+    assert any("no term for a cost per call" in line for line in lines)
+
+
+def test_a_steady_excess_is_called_a_fixed_cost_and_a_changing_one_is_not():
+    steady = "\n".join(ring_prediction_lines(_ring_sweep([0] * 4, extra_ms=[0.6, 0.5, 0.55, 0.0])))
+    assert "as a fixed cost per call would" in steady and "does not explain it" not in steady
+    changing = "\n".join(ring_prediction_lines(_ring_sweep([0] * 4, extra_ms=[0.2, 0.9, 0.0, 0.0])))
+    assert "a fixed cost per call alone does not explain it" in changing
+
+
+def test_a_ring_that_fits_everywhere_gets_no_why_and_a_faster_one_is_said_faster():
+    lines = ring_prediction_lines(_ring_sweep([1.0, 1.1, 0.9]))
+    assert not any(line.startswith(("slower", "faster", "  why")) for line in lines)
+    assert any(line.startswith("faster than predicted at 4 KiB") for line in ring_prediction_lines(_ring_sweep([1.0, 0.5])))

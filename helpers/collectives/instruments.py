@@ -109,7 +109,7 @@ def run_collectives(nprocs: int = 4, timeout: float = 60) -> dict[str, list[dict
 def ring_check_worker(rank: int, world_size: int, numel: int) -> dict:
     """The recipe's rings against ``dist.all_reduce`` and ``dist.reduce_scatter`` on the same random data (08).
 
-    ``dist.reduce_scatter`` gives rank ``r`` the sum of piece ``r`` and needs pieces of equal size;
+    ``dist.reduce_scatter`` gives rank ``r`` the sum of piece ``r``, and is handed pieces of equal size here;
     the recipe's ring leaves rank ``r`` another chunk complete. So the comparison runs on the first
     ``n · (numel // n)`` values, and hands ``dist.reduce_scatter`` the pieces in the order that puts
     the ring's chunk on each rank. ``sent_naive``/``sent_ring``: the values the busiest rank sent in

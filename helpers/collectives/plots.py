@@ -9,7 +9,12 @@ from matplotlib.figure import Figure
 from ..core.plots import finish
 from .instruments import COLLECTIVES, alpha_beta_time
 
-__all__ = ["plot_collectives", "plot_bus_bandwidth", "sweep_summary", "ddp_verdict", "plot_scratch_ddp"]
+__all__ = ["plot_collectives", "plot_bus_bandwidth", "sweep_summary", "ring_prediction_lines", "ddp_verdict",
+           "plot_scratch_ddp"]
+
+
+def _size(x: float) -> str:
+    return f"{x / 2**20:g} MiB" if x >= 2**20 else f"{x / 2**10:g} KiB"
 
 
 def _holdings(ax, rows: list, title: str, vmax: float) -> None:
@@ -56,7 +61,8 @@ def plot_bus_bandwidth(sweep: dict, label: str = "") -> Figure | None:
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
     ax[0].plot(b, [r["gloo_s"] for r in rows], "o", color="C0", label="all_reduce (measured)")
     ax[0].plot(fine, alpha_beta_time(fine, sweep["alpha_s"], sweep["beta_s_per_byte"]), "-", color="C0",
-               label=f"α–β fit: α = {sweep['alpha_s'] * 1e6:.0f} µs, 1/β = {1e-9 / sweep['beta_s_per_byte']:.2f} GB/s")
+               label=f"α–β fit of the whole all_reduce: α = {sweep['alpha_s'] * 1e6:.0f} µs, "
+                     f"1/β = {1e-9 / sweep['beta_s_per_byte']:.2f} GB/s")
     ax[0].plot(b, [r["ring_s"] for r in rows], "s", color="C1", label="ring (measured)")
     ax[0].plot(b, [r["ring_model_s"] for r in rows], "--", color="C1", label="ring (predicted from one step)")
     ax[0].set(xscale="log", yscale="log", xlabel="message (bytes)", ylabel="seconds per all-reduce",
@@ -77,7 +83,7 @@ def sweep_summary(sweep: dict) -> list[str]:
     b = sorted(t)
     small, large = (b[0], b[2]), (b[-3], b[-1])  # 1 → 16 KiB and 1 → 16 MiB: 16× the bytes each
     grow = [t[hi] / t[lo] for lo, hi in (small, large)]
-    size = lambda x: f"{x / 2**20:g} MiB" if x >= 2**20 else f"{x / 2**10:g} KiB"  # noqa: E731
+    size = _size
     lines = [f"all_reduce time, {size(lo)} → {size(hi)} ({hi // lo}× the bytes): ×{g:.1f}"
              for (lo, hi), g in zip((small, large), grow)]
     flat, steep = 0.7 <= grow[0] <= 2, grow[1] >= 8  # α alone: ×1; β alone: ×16
@@ -93,12 +99,54 @@ def sweep_summary(sweep: dict) -> list[str]:
     lines.append(f"the fitted line: {size(big['bytes'])} in {big['gloo_model_s'] * 1e3:.1f} ms, timed "
                  f"{big['gloo_s'] * 1e3:.1f} ms; 1/β = {inv_beta:.2f} GB/s is "
                  f"{'above' if inv_beta > algbw else 'not above'} every size's bytes/time (at most {algbw:.2f} GB/s)")
+    lines.append("  as the model says: bytes/(α + bytes·β) stays below 1/β while α > 0, nearing it only as messages grow"
+                 if inv_beta > algbw else
+                 "  which the model with α > 0 cannot give (bytes/(α + bytes·β) < 1/β): the line misdescribes these sizes")
     busbw = [f"{r['gloo_busbw_gbs']:.2f}" for r in sweep["sizes"][-3:]]
     lines.append(f"bus bandwidth at {', '.join(size(r['bytes']) for r in sweep['sizes'][-3:])}: {', '.join(busbw)} GB/s")
     k, one = b[-3] // b[0], sweep["sizes"][0]
     lines.append(f"{k:,} all-reduces of {size(b[0])}: {k:,} × {t[b[0]] * 1e3:.2f} ms (one, timed) = "
                  f"{k * t[b[0]] * 1e3:.0f} ms, or {k * one['gloo_model_s'] * 1e3:.0f} ms from the fitted line; one of "
                  f"{size(b[-3])}: {t[b[-3]] * 1e3:.1f} ms timed ({k * t[b[0]] / t[b[-3]]:.0f}× less), the same bytes")
+    return lines
+
+
+def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
+    """The hand-written ring, measured against its prediction at every size, and where the model fails and why (08).
+
+    The prediction (``ring_model_s``) has no term for what a call of the ring costs beyond its
+    steps' α, bytes·β and per-byte additions; a fixed cost per call shows as an excess that matters
+    most where the prediction is small.
+    """
+    rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
+    lines = [f"{_size(r['bytes']):>7}: ring {r['ring_s'] * 1e3:6.2f} ms, predicted {r['ring_model_s'] * 1e3:6.2f} ms "
+             f"(measured ×{r['ring_s'] / r['ring_model_s']:.2f} the prediction)" for r in rows]
+    fits = [r for r in rows if abs(r["ring_s"] / r["ring_model_s"] - 1) <= margin]
+    above = [r for r in rows if r["ring_s"] > (1 + margin) * r["ring_model_s"]]
+    below = [r for r in rows if r["ring_s"] < (1 - margin) * r["ring_model_s"]]
+    names = lambda rs: ", ".join(_size(r["bytes"]) for r in rs) or "no size"  # noqa: E731
+    lines.append(f"within {margin:.0%} of the prediction at: {names(fits)}")
+    if above:
+        ratio = [r["ring_s"] / r["ring_model_s"] for r in above]
+        extra = [(r["ring_s"] - r["ring_model_s"]) * 1e3 for r in above]
+        lines.append(f"slower than predicted at {names(above)}: ×{min(ratio):.1f}–×{max(ratio):.1f} the prediction, "
+                     f"{min(extra):.2f}–{max(extra):.2f} ms more per call")
+        n, a = sweep["world_size"], sweep["step_alpha_s"] * 1e3
+        first = above[0]
+        lines.append(f"  why: the model has no term for a cost per call of the ring; it counts 2(n − 1) = {2 * (n - 1)} "
+                     f"step latencies α = {a:.3f} ms (one step timed alone), bytes·β and the additions. At "
+                     f"{_size(first['bytes'])} the ring took {(first['ring_s'] - first['ring_model_s']) * 1e3:.2f} ms more "
+                     f"than that, which is {(first['ring_s'] - first['ring_model_s']) * 1e3 / a:.1f}× one step's α")
+        steady = len(above) > 1 and max(extra) <= 2 * min(extra)
+        lines.append("  the excess stays within a factor 2 across these sizes, as a fixed cost per call would: it "
+                     "weighs most on small messages, whose predicted time is small" if steady else
+                     "  the excess changes by more than a factor 2 across these sizes: a fixed cost per call alone "
+                     "does not explain it; the ring's parts cost more together than timed alone, by an amount that "
+                     "depends on the size")
+        lines.append("  candidates this run does not separate: Python and tensor bookkeeping in each call, the "
+                     "additions' own start-up, each step waiting for the one before it")
+    if below:
+        lines.append(f"faster than predicted at {names(below)}: one step timed alone costs more there than inside the ring")
     return lines
 
 
