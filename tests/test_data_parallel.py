@@ -30,12 +30,15 @@ def test_output_device_prediction_counts_gradients_and_adams_state():
     assert lim["data_parallel"] > 0 and lim["ddp"] > 0
     p, opt, n = acc["param_bytes"], acc["optimizer_bytes"], acc["devices"]
     # a DDP process: params, grads, all-reduce buckets as large as the grads (gradient_as_bucket_view=False), Adam, chunk
-    ddp_load = lambda b: 3 * p + opt + 4 + b / n * (acc["per_sample_bytes"] + 8)  # noqa: E731
+    # and the loss's saved log_softmax output for its own chunk: one output row per sample
+    row = acc["per_sample_extra_bytes"] - 8
+    ddp_load = lambda b: 3 * p + opt + 4 + b / n * (acc["per_sample_bytes"] + 8 + row)  # noqa: E731
     assert ddp_load(lim["ddp"]) <= 2_000_000 < ddp_load(lim["ddp"] + 1)
     # DataParallel's output device: params, replica 0's grads, their flat copy, the reduced sum (.grad), Adam, the loss,
-    # its chunk, the rest of the batch, all outputs + targets
+    # its chunk, the rest of the batch, all outputs + targets, and the loss's saved log_softmax output for the whole batch
+    assert acc["coalesced_buffer_bytes"] == min(p, D.COALESCE_BYTES)  # this model's gradients fit one 10 MiB buffer
     dp_load = lambda b: (3 * p + min(p, D.COALESCE_BYTES) + opt + 4 + b / n * acc["per_sample_bytes"]  # noqa: E731
-                         + b * acc["per_sample_extra_bytes"] + b * (1 - 1 / n) * acc["input_bytes_per_sample"])
+                         + b * (acc["per_sample_extra_bytes"] + row) + b * (1 - 1 / n) * acc["input_bytes_per_sample"])
     assert dp_load(lim["data_parallel"]) <= 2_000_000 < dp_load(lim["data_parallel"] + 1)
 
 
@@ -169,6 +172,53 @@ def test_gil_probe_reports_the_rounds_range():
     rows = D.gil_probe(batches=(2,), seconds=0.01, rounds=2)
     r = rows[0]
     assert r["speedup_min"] <= r["speedup"] <= r["speedup_max"]
+    assert r["batch_per_thread"] in D.gil_by_rounds(rows)[r["side"]]  # the row's verdict is the summary's
+
+
+def test_throughput_runs_at_least_min_steps_however_short_the_time():
+    from helpers.data_parallel.speed import _throughput
+    calls = []
+    _throughput(lambda: calls.append(1), batch=1, seconds=0.0, min_steps=7)
+    assert len(calls) == 2 + 7  # two warm-up steps, then at least min_steps timed ones
+
+
+def test_loss_saved_tensors_are_measured_and_charged_to_the_output_device():
+    """cross_entropy saves log_softmax's output (the logits' shape), the targets and a scalar: counted on device 0."""
+    from helpers import digits_batch
+    from helpers.data_parallel.instruments import output_device_accounting
+    torch.manual_seed(0)
+    model = DigitsCNN()
+    x, _ = digits_batch(64)
+    out = model(x)
+    acc = output_device_accounting(model, x, out, 2)
+    assert acc["loss_saved_bytes"] == 64 * 10 * 4 + 64 * 8 + 4
+    without_loss = acc["output_device_extra_bytes"] - 64 * 10 * 4  # the formula charges one log_softmax row per sample
+    rest = (64 - 32) * x[0].numel() * 4
+    assert without_loss == 64 * acc["per_sample_extra_bytes"] + 4 + acc["param_bytes"] + rest
+
+
+def test_largest_coalesced_buffer_follows_take_tensors():
+    """Buffers fill until the next tensor would pass the limit; a tensor larger than the limit gets its own."""
+    ts = [torch.zeros(15), torch.zeros(15), torch.zeros(30), torch.zeros(1)]  # 60, 60, 120, 4 bytes
+    assert D.largest_coalesced_buffer(ts, limit=100) == 120  # not min(total, limit) = 100
+    assert D.largest_coalesced_buffer(ts[:2] + ts[3:], limit=200) == 124
+
+
+def test_section4_sentences_say_what_the_numbers_say():
+    s = D.forward_sentence({"forward": 0.010, "backward": 0.01}, {"apply": 0.015, "backward": 0.01})
+    assert "1.50× as long: slower in threads" in s
+    assert "faster in threads" in D.forward_sentence({"forward": 0.010, "backward": 0.01}, {"apply": 0.008, "backward": 0.01})
+    assert "no clear difference" in D.forward_sentence({"forward": 0.010, "backward": 0.01}, {"apply": 0.0101, "backward": 0.01})
+    gil = [{"batch_per_thread": 128, "speedup": 1.2}]
+    s = D.probe_vs_cut_sentence(gil, [0.6, 0.7, 0.8], rows=128)
+    assert "probe gave 1.20×" in s and "cut in two 0.70×" in s and "all 256 rows" in s
+    assert "did not run" in D.probe_vs_cut_sentence(gil, [0.7], rows=64)
+
+
+def test_gpus_idle_hint_does_not_name_the_computation():
+    from helpers.data_parallel.lesson import EXERCISES
+    hint = next(e for e in EXERCISES if e.id == "02.gpus_idle_6_on_4").hint
+    assert "6" not in hint and "4" not in hint and "torch.chunk" not in hint
 
 
 # --- the exercises: right answers pass, plausible wrong ones are refused -----------------------------------
@@ -275,6 +325,9 @@ def test_generated_sentences_say_what_the_numbers_say():
     s = D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, slower=False)
     assert f"{1 / (0.5 + 0.25):.2f}×" in s and "shortfall" not in s
     assert "shortfall below 1×" in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, slower=True)
+    # a measured gain above the bound is said, not left beside the bound as if they agreed
+    assert "1.40×, is above that bound" in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, False, measured=1.4)
+    assert "above that bound" not in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, False, measured=1.3)
     s = D.processes_sentence({1: [10.0, 10.0, 10.0], 2: [7.3, 9.0, 9.5]})
     assert "0.73×, 0.90×, 0.95×: slower than one DDP process in every round" in s
     # one round on the other side, or within the margin: no verdict
@@ -292,10 +345,21 @@ def test_memory_sentences_count_both_designs_gradients_and_follow_the_classes():
     lines = D.memory_sentences(2_000_000, acc)
     ratio = lim["ddp"] / lim["data_parallel"]
     assert f"({ratio:.2f}×)" in lines[0] and ("DDP fits more" in lines[0]) == (ratio > 1.03)
-    same = {**acc, "param_bytes": 0}  # no fixed bytes: only the per-sample terms, close at 10 classes
+    same = {**acc, "param_bytes": 0, "coalesced_buffer_bytes": 0}  # no gradient bytes: only the per-sample terms, close at 10 classes
     assert "about the same" in D.memory_sentences(2_000_000, same)[0]
     big = D.largest_batches(2_000_000, acc, out_row_bytes=4 * 50_000)["per_sample"]
     assert big["data_parallel"] > 2 * big["ddp"]  # the gathered outputs decide with a vocabulary's classes
+    # per sample: the output device's chunk share, every gathered row and log_softmax's row for the whole batch;
+    # a DDP device its chunk's activations, rows, log_softmax rows and targets
+    own = acc["per_sample_bytes"] - 40 + 200_000
+    assert big["data_parallel"] == pytest.approx(own / 2 + 2 * 200_000 + 8 + acc["input_bytes_per_sample"] / 2)
+    assert big["ddp"] == pytest.approx((own + 200_000 + 8) / 2)
+    text = "\n".join(lines)
+    assert "exercise 2" not in text and "toy budget" in lines[0] and "at the peak of the reduction" in lines[1]
+    per = lim["per_sample"]["data_parallel"] / lim["per_sample"]["ddp"]
+    assert ("about the same per sample" in lines[2]) == (abs(per - 1) <= 0.03)
+    far = D.largest_batches(16 * 2**30, acc)
+    assert f"({far['ddp'] / far['data_parallel']:.2f}×)" in lines[3]
 
 
 def test_process_rounds_time_one_and_two_processes_in_turns():

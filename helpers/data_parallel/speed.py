@@ -55,11 +55,11 @@ def time_four_steps(batch: int = 256, repeats: int = 20) -> dict:
             "one_worker_seconds": {k: v / repeats for k, v in one.items()}}
 
 
-def _throughput(step: Callable[[], None], batch: int, seconds: float) -> float:
+def _throughput(step: Callable[[], None], batch: int, seconds: float, min_steps: int = 1) -> float:
     for _ in range(2):
         step()
     n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    while time.perf_counter() - t0 < seconds or n < min_steps:
         step()
         n += 1
     return n * batch / (time.perf_counter() - t0)
@@ -119,11 +119,14 @@ def thread_variants(batch: int = 256, seconds: float = 0.2, threads: int = 2, ro
     return runs
 
 
-def gil_probe(batches: tuple[int, ...] = (1, 4, 16, 64, 256), seconds: float = 0.1, rounds: int = 3) -> list[dict]:
+def gil_probe(batches: tuple[int, ...] = (1, 4, 16, 64, 256), seconds: float = 0.1, rounds: int = 3,
+              min_steps: int = 10) -> list[dict]:
     """Speedup of 2 threads over 1 running forward+backward, at each per-thread batch size (02).
 
-    One and two threads take turns, ``rounds`` times for ``seconds`` each; ``speedup`` is the
-    median of the rounds' ratios, ``speedup_min``/``speedup_max`` their range. With tiny batches a
+    One and two threads take turns, ``rounds`` times for ``seconds`` each and at least
+    ``min_steps`` steps (large batches take few steps in ``seconds``); ``speedup`` is the median
+    of the rounds' ratios, ``speedup_min``/``speedup_max`` their range, ``side`` the verdict
+    (every round more than ``MARGIN`` beyond 1× on one side, else no clear difference). With tiny batches a
     step is mostly Python (module calls, autograd bookkeeping), which holds the GIL; with large
     batches it is mostly inside operators, which release it.
     """
@@ -144,12 +147,12 @@ def gil_probe(batches: tuple[int, ...] = (1, 4, 16, 64, 256), seconds: float = 0
         ratios, t1s, t2s = [], [], []
         with torch_threads(1):
             for _ in range(rounds):
-                t1s.append(_throughput(one, b, seconds))
-                t2s.append(_throughput(two, 2 * b, seconds))
+                t1s.append(_throughput(one, b, seconds, min_steps))
+                t2s.append(_throughput(two, 2 * b, seconds, min_steps))
                 ratios.append(t2s[-1] / t1s[-1])
         rows.append({"batch_per_thread": b, "one_thread": statistics.median(t1s), "two_threads": statistics.median(t2s),
                      "speedup": statistics.median(ratios), "speedup_min": min(ratios), "speedup_max": max(ratios),
-                     "ratios": ratios})
+                     "ratios": ratios, "side": _side(ratios)})
     return rows
 
 
