@@ -228,7 +228,8 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
               f"{cores / (nprocs * threads):.2g} of a core, so this will be slow; timeout={timeout:g} s may be too short",
               file=sys.stderr)
     ctx = mp.get_context("spawn")
-    store = dist.TCPStore(HOST, 0, None, True, timedelta(seconds=timeout), wait_for_workers=False)
+    # world_size None: a store for any number of users, which does not wait for the ranks to connect (TCPStore docs)
+    store = dist.TCPStore(HOST, 0, None, True, timedelta(seconds=timeout))
     pipes = [ctx.Pipe(duplex=False) for _ in range(nprocs)]
     procs = [ctx.Process(target=_entry, daemon=True, name=f"rank{r}",
                          args=(fn_bytes, r, nprocs, backend, store.port, threads, timeout, args, pipes[r][1],

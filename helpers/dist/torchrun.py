@@ -65,7 +65,7 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
         raise ValueError(f"nnodes must be a positive int, got {nnodes!r}")
     # Several "nodes": this process hosts the rendezvous store on a port the system picks and holds it
     # for the whole run, so no other program can take the port between choosing it and using it.
-    store = None if nnodes == 1 else TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    store = None if nnodes == 1 else TCPStore("127.0.0.1", 0, is_master=True)
     endpoint = None if store is None else f"127.0.0.1:{store.port}"
     cmd = torchrun_command(nproc, nnodes=nnodes, endpoint=endpoint, script_args=script_args)
     if store is not None:  # every agent joins this store as a client instead of trying to host it
