@@ -324,12 +324,21 @@ def test_the_two_node_rendezvous_port_stays_held_while_the_agents_start(monkeypa
     assert seen == [True, True]
 
 
-def test_the_all_reduce_exercise_asks_for_ddps_average_and_refuses_the_sum_and_off_by_one():
-    """With 8 ranks contributing rank + 1: DDP's average is 36 / 8. The sum, ranks from 1, ranks 0..7, a floor: refused."""
+def test_the_all_reduce_exercise_asks_for_ddps_average_of_r_squared_and_refuses_the_classic_mistakes():
+    """8 ranks, rank r's own gradient r²: every rank holds (0 + 1 + 4 + ... + 49) / 8 = 17.5 after DDP's backward.
+
+    Refused: the sum (no division), ranks counted from 1, the square of the mean rank, the mean rank, one rank's own
+    gradient, dividing by 7, dividing twice (by the ranks before and after the all-reduce), the old exercise's 4.5,
+    and 17.5 rounded to 17 or 18 (the check compares 3 significant digits).
+    """
     from helpers.core.checks import verify
-    assert verify("03.allreduce_8", 4.5)[0] and verify("03.allreduce_8", 36 / 8)[0]
-    for wrong in (36, 36.0, 4, 5, 3.5, 28, 4.0, 0.5):  # sum; floor; ceil; average of 0..7; sum of 0..7
-        assert not verify("03.allreduce_8", wrong)[0], wrong
+    squares = [r * r for r in range(8)]
+    assert verify("03.allreduce_8", sum(squares) / 8)[0] and verify("03.allreduce_8", 35 / 2)[0]
+    wrong = (sum(squares), sum(r * r for r in range(1, 9)) / 8, sum(r * r for r in range(1, 9)), 3.5 ** 2, 3.5,
+             0, 49, sum(squares) / 7, sum(squares) / 64, 4.5, 36 / 8, 17, 18)
+    assert 17.5 not in wrong
+    for answer in wrong:
+        assert not verify("03.allreduce_8", answer)[0], answer
 
 
 def test_the_sampler_exercises_refuse_the_worked_examples_answers_and_the_classic_mistakes():

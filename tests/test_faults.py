@@ -291,7 +291,7 @@ def test_ray_uses_a_private_folder_even_if_someone_made_the_usual_one_open_to_al
 def test_right_answers_in_any_numeric_form_pass():
     for answer in ([1, 2, 4, 8], (1, 2, 4, 8), np.array([1, 2, 4, 8]), torch.tensor([1, 2, 4, 8])):
         assert verify("04.rungs_rf2", answer)[0], answer
-    for answer in (4.5, 9 / 2, np.float64(4.5), torch.tensor(4.5)):
+    for answer in (17.5, 35 / 2, np.float64(17.5), torch.tensor(17.5)):
         assert verify("03.allreduce_8", answer)[0], answer
     assert verify("01.bubble_slow_stage", 0.56)[0] and verify("01.bubble_slow_stage", 5 / 9)[0]
     ok, msg = verify("01.bubble_slow_stage", 0.5)
@@ -305,13 +305,13 @@ def test_objects_that_pretend_to_be_the_answer_fail_and_never_crash_the_check():
 
     class Floaty:
         def __float__(self):
-            return 4.5
+            return 17.5
 
     class Sneaky(float):
         def __float__(self):
-            return 4.5
+            return 17.5
 
-    for fake in (AlwaysEqual(), Floaty(), Sneaky(1.0), "4.5 or so", np.array([4.5, 1]), object()):
+    for fake in (AlwaysEqual(), Floaty(), Sneaky(1.0), "17.5 or so", np.array([17.5, 1]), object()):
         ok, msg = verify("03.allreduce_8", fake)
         assert not ok and "Hint" in msg
 

@@ -24,12 +24,13 @@ EXERCISES = [
              hint="How many indices does dealing need so that every rank gets the same number, and how many "
                   "samples are there?",
              why="Padding repeats samples; drop_last=True drops the tail instead."),
-    Exercise("03.allreduce_8", "number", digest="2ebcea01948da82b09f152f43b5e104bd5db4df638554ee435ba4863ce1ba6e1",
-             hint="DDP all-reduces the ranks' gradients with a sum, then divides by the number of ranks. What does "
-                  "rank r contribute in all_reduce_sum (the comment in section 1 says), and which ranks are there "
-                  "with 8 processes?",
-             why="Every rank ends with the same average: that keeps DDP's replicas identical, and it is why one step "
-                 "on 2 × B/2 samples equals one step on B (section 3)."),
+    Exercise("03.allreduce_8", "number", digits=3,
+             digest="f62982aa54f48ac4d23343858709fe1f4258de73c3364835c051e3960955d9cc",
+             hint="Section 1's first launch: compare the gradient each rank would have had alone with what every "
+                  "rank held after backward. Which ranks are there with 8 processes?",
+             why="DDP divides each bucket of gradients by the number of ranks and all-reduces (sums) what the ranks "
+                 "divided, so every rank ends with the same average: that keeps DDP's replicas identical, and it is "
+                 "why one step on 2 × B/2 samples equals one step on B (section 3)."),
     Exercise("03.my_indices", "code", behaviour=lambda fn: _indices_behaviour(fn),
              hint="Read section 2's tables for N = 10 and 4 ranks again: which rank gets index i, where do the "
                   "repeated indices come from, and what does drop_last cut? Then think of a dataset smaller than "

@@ -1,6 +1,8 @@
 """Pictures of notebook 03's measurements: throughput and speedup of 1 and N processes (03)."""
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
@@ -19,7 +21,7 @@ def plot_scaling(rows: list[dict], label: str = "") -> Figure | None:
     """
     n = rows[0]["processes"]
     gb = [r["global_batch"] for r in rows]
-    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4.6))
     for side, key, style in ((1, "samples_per_s_1", "o-"), (n, "samples_per_s_n", "s-")):
         ax[0].plot(gb, [r[key] for r in rows], style, label=f"{side} process{'es' if side > 1 else ''} (median)")
     med = [r["speedup"] for r in rows]
@@ -29,8 +31,8 @@ def plot_scaling(rows: list[dict], label: str = "") -> Figure | None:
     ax[1].axhline(1, color="black", lw=0.8, ls="--", label="1× (no gain)")
     ax[1].axhline(n, color="gray", ls=":", label=f"ideal ({n}×)")
     ax[0].set(ylabel="samples / s", title="throughput")
-    ax[1].set(ylabel=f"speedup ({n} processes / 1)", title=scaling_summary(rows)["title"],
-              ylim=(0, max(n, max(r["speedup_max"] for r in rows)) * 1.1))
+    title = "\n".join(textwrap.fill(line, 62) for line in scaling_summary(rows)["title"].split("\n"))
+    ax[1].set(ylabel=f"speedup ({n} vs 1 process)", title=title, ylim=(0, max(n, max(r["speedup_max"] for r in rows)) * 1.1))
     for a in ax:
         a.set_xscale("log")
         a.xaxis.set_major_locator(FixedLocator(gb))
@@ -41,5 +43,5 @@ def plot_scaling(rows: list[dict], label: str = "") -> Figure | None:
         a.grid(alpha=0.3)
         a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=8, ncol=1 if a is ax[1] else 2,
                  frameon=False)
-    ax[1].title.set_fontsize(9)
+    ax[1].title.set_fontsize(10)
     return finish(fig, label)

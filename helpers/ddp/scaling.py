@@ -183,6 +183,7 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
     share = ", ".join(f"{100 * rows[0]['allreduce_s'] / by[b]['step_s_n']:.0f} % at {b}" for b in batches)
     small = batches[0]
     ideal_ms, got_ms = by[small]["step_s_1"] / n * 1e3, by[small]["step_s_n"] * 1e3
+    lines.append("")  # a paragraph: where the time goes
     lines.append(f"At batch {small}, 1/{n} of the 1-process step would be {ideal_ms:.2f} ms; {n} processes took "
                  f"{got_ms:.2f} ms a step, {got_ms - ideal_ms:+.2f} ms against perfect splitting.")
     lines.append(f"One bare all-reduce of the {rows[0]['allreduce_bytes_per_step'] / 1e3:.0f} KB of gradients took "
@@ -201,7 +202,7 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
 def _above_ideal(by: dict, batches: list[int], n: int, reps: int) -> list[str]:
     """Repeats above the ideal N×: what the run can say of them (03): 1 process's cost per sample at B and B/N."""
     us = {b: 1e6 * by[b]["step_s_1"] / b for b in batches}
-    lines = ["1 process's time per sample (median step / batch): "
+    lines = ["", "1 process's time per sample (median step / batch): "
              + ", ".join(f"{us[b]:.0f} µs at {b}" for b in batches) + "."]
     above = [b for b in batches if by[b]["speedup_max"] > n]
     for b in above:
@@ -224,14 +225,14 @@ def _above_ideal(by: dict, batches: list[int], n: int, reps: int) -> list[str]:
 def scaling_table(rows: list[dict]) -> str:
     """The 1-vs-N-process measurements as aligned text, medians with the range of repeats (03)."""
     n = rows[0]["processes"]
-    head = (f"{'global batch':>12} {'1 proc ms':>10} {f'{n} procs ms':>11} {'speedup':>8} {'range':>13} "
-            f"{'medians ratio':>14} {'all-reduce KB/step':>19}")
+    head = (f"{'global batch':>12} {'1 proc ms':>10} {f'{n} procs ms':>11} {'ms ratio':>9} {'speedup':>8} "
+            f"{'range':>13} {'all-reduce KB/step':>19}")
     lines = [head]
     for r in rows:
         lines.append(f"{r['global_batch']:>12} {1e3 * r['step_s_1']:>10.1f} {1e3 * r['step_s_n']:>11.1f} "
-                     f"{r['speedup']:>7.2f}× {r['speedup_min']:>5.2f}–{r['speedup_max']:.2f}× "
-                     f"{r['step_s_1'] / r['step_s_n']:>13.2f}× {r['allreduce_bytes_per_step'] / 1e3:>19.0f}")
-    lines.append("speedup: the median of each repeat's own ratio (1-process time / N-process time, timed next to "
-                 "each other); range: the lowest and highest of those ratios; medians ratio: 1 proc ms / "
-                 f"{n} procs ms, the two medians, which may come from different repeats, so it need not equal the speedup")
+                     f"{r['step_s_1'] / r['step_s_n']:>8.2f}× {r['speedup']:>7.2f}× "
+                     f"{r['speedup_min']:>5.2f}–{r['speedup_max']:.2f}× {r['allreduce_bytes_per_step'] / 1e3:>19.0f}")
+    lines.append(f"ms ratio: 1 proc ms / {n} procs ms, two medians that may come from different repeats. speedup: "
+                 f"the median of each repeat's own ratio (1-process time / {n}-process time, timed next to each other), "
+                 "range: the lowest and highest of those ratios. The verdicts below use the speedup and its range.")
     return "\n".join(lines)
