@@ -97,3 +97,43 @@ def test_the_last_line_reports_what_each_source_said_with_a_gpu_too(monkeypatch)
             hd.DeviceInfo("cuda:0", "GPU", "g", 80.0, 1.0, 0.0, "NVML")]
     line = hd.device_table(rows).splitlines()[-1]
     assert line.startswith("torch: 1 CUDA GPU(s)") and "NVML: 2 GPU(s)" in line and "GPUtil: 2 GPU(s)" in line
+
+
+def test_gputil_that_cannot_be_imported_is_reported_apart_from_no_gpus(monkeypatch):
+    """GPUtil imports distutils, gone from Python 3.12: the table must say "not importable", not "0 GPU(s)"."""
+    import builtins
+    import sys
+
+    real_import = builtins.__import__
+
+    def no_distutils(name, *args, **kwargs):
+        if name == "GPUtil":
+            raise ModuleNotFoundError("No module named 'distutils'", name="distutils")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "GPUtil", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_distutils)
+    assert hd.gputil_gpus() == [] and hd.gputil_answer().startswith("not importable (ModuleNotFoundError")
+    line = hd.device_table([hd.DeviceInfo("cpu", "CPU", "x", None, None, None, "os")]).splitlines()[-1]
+    assert "GPUtil: not importable" in line and "distutils" in line and "GPUtil: 0 GPU(s)" not in line
+
+
+def test_gputil_that_imports_reports_its_count(monkeypatch):
+    pytest.importorskip("GPUtil")
+    monkeypatch.setattr(hd, "gputil_gpus", lambda: [])
+    assert hd.gputil_answer() == "0 GPU(s)"
+
+
+def test_usable_cpus_follow_the_affinity_not_the_machine(monkeypatch):
+    import os
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert hd.runtime_summary()["usable_cpus"] == 1 and hd.runtime_summary()["logical_cpus"] == 8
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)     # macOS, Windows: not offered
+    assert hd.usable_cpus() is None
+
+
+def test_the_cpu_row_and_the_figure_labels_count_cores_in_the_same_words():
+    row = hd.list_devices()[0]
+    assert row.model.endswith(f"({hd.cores_text()})") and hd.cores_text() in hd.hardware_label("cpu")

@@ -231,16 +231,36 @@ def test_leaving_the_model_changed_is_refused(fn, says):
     assert not ok and says in msg and "Hint" in msg, msg
 
 
+def ends_with_an_unconditional_train(model, loader):   # right, but a model that came in eval mode goes back training
+    model.eval()
+    correct, seen = 0, 0
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum().item()
+            seen += len(y)
+    model.train()
+    return correct / seen
+
+
+def test_a_model_that_came_in_evaluation_mode_must_go_back_in_it():
+    ok, msg = verify(EX, ends_with_an_unconditional_train)
+    assert not ok and "came in evaluation mode" in msg and "Hint" in msg, msg
+
+
 def test_freezing_and_restoring_the_parameters_passes():
     ok, msg = verify(EX, freezes_and_restores_the_parameters)
     assert ok, msg
 
 
 def test_the_load_average_is_read_against_the_cpus():
-    assert "timings" not in lesson.load_meaning(0.5, 2) and "a CPU was free" in lesson.load_meaning(0.5, 2)
-    assert "may have shared the CPUs" in lesson.load_meaning(2.15, 2)
-    assert "may have shared the CPUs" in lesson.load_meaning(2.0, 2)
-    assert "a CPU was free" in lesson.load_meaning(3.9, 4)
+    for load, cpus in ((0.5, 2), (1.9, 2), (3.9, 4)):     # below the CPUs: no claim that a CPU sat free
+        text = lesson.load_meaning(load, cpus)
+        assert "fewer tasks" in text and "free" not in text and "does not rule out" in text, text
+    for load, cpus in ((2.15, 2), (2.0, 2)):
+        assert "may have competed with these runs" in lesson.load_meaning(load, cpus)
+    for load in (0.5, 2.0):                              # state D counts too: not only tasks that "want to run"
+        text = lesson.load_meaning(load, 2)
+        assert "disk I/O" in text and "wanted to run" not in text and "last minute" in text, text
 
 
 @pytest.mark.skipif(not (lesson.openmp_runtime() or "").count("libgomp"), reason="needs Linux with libgomp loaded")

@@ -28,7 +28,9 @@ def data_dir() -> Path:
 
 
 def _stratified_split(labels: np.ndarray, sizes: tuple[int, int, int], seed: int) -> tuple[np.ndarray, ...]:
-    """Indices for train/val/test with every class in the same proportion in each split."""
+    """Indices for train/val/test: each class split in the same proportion, rounded per class; the few samples
+    that the rounding leaves val/test short or over are then moved from or to the end of train's list (the last
+    class), so the sizes are exact and that class holds a sample or two more or fewer in val/test (00)."""
     rng = np.random.default_rng(seed)
     n = len(labels)
     val_frac, test_frac = sizes[1] / n, sizes[2] / n

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .cpu import cores_text, cpu_model, memory_gb, physical_cores, usable_cpus  # noqa: F401 (re-exported)
 from .i18n import tr
 
 
@@ -27,27 +28,10 @@ class DeviceInfo:
     source: str        # where the numbers came from: "NVML", "GPUtil", "torch", "os"
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "CPU"
-
-
 def _cpu_row() -> DeviceInfo:
-    total = used = None
-    try:
-        import psutil
-
-        vm = psutil.virtual_memory()
-        total, used = vm.total / 1e9, (vm.total - vm.available) / 1e9
-    except Exception:  # psutil missing or unreadable /proc: still answer
-        pass
-    return DeviceInfo("cpu", "CPU", f"{_cpu_model()} ({os.cpu_count()} logical cores)",
+    """The CPU row: psutil's ``virtual_memory()`` total, and total − available as "used" (00)."""
+    total, used = memory_gb()
+    return DeviceInfo("cpu", "CPU", f"{cpu_model()} ({cores_text()})",
                       None if total is None else round(total, 1),
                       None if used is None else round(used, 1), None, "os")
 
@@ -100,6 +84,16 @@ def gputil_gpus() -> list[dict]:
              "memory_used_gb": g.memoryUsed * mib, "utilization_pct": 100.0 * g.load} for g in gpus]
 
 
+def gputil_answer() -> str:
+    """What GPUtil answered, in words: its GPU count, or that it cannot be imported and why (00). GPUtil imports
+    ``distutils``, which Python 3.12 removed: there ``gputil_gpus()`` is ``[]`` too, but this says why."""
+    try:
+        import GPUtil  # noqa: F401
+    except Exception as e:  # ModuleNotFoundError: No module named 'distutils', or GPUtil not installed
+        return f"not importable ({type(e).__name__}: {e})"
+    return f"{len(gputil_gpus())} GPU(s)"
+
+
 def nvml_answer() -> str:
     """What NVML answered, in words: its GPU count, or the name of the error it raised (00)."""
     try:
@@ -143,7 +137,8 @@ def list_devices() -> list[DeviceInfo]:
     """Every compute device this machine offers, CPU first; never raises (00_setup).
 
     GPUs come from NVML when it answers, else from GPUtil, else from torch alone. NVML and
-    nvidia-smi number every GPU in PCI order and ignore ``CUDA_VISIBLE_DEVICES``; torch numbers the
+    nvidia-smi are not CUDA: they list the machine's GPUs in their own order (NVML's docs recommend
+    finding a GPU by PCI id or UUID), whatever ``CUDA_VISIBLE_DEVICES`` says; torch numbers the
     visible ones from 0; so a row is matched to ``cuda:i`` by the GPU's UUID, never by position.
     """
     rows = [_cpu_row()]
@@ -184,7 +179,7 @@ def device_table(devices: list[DeviceInfo] | None = None) -> str:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     built = (f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "built without CUDA")
     env = "" if visible is None else f", CUDA_VISIBLE_DEVICES={visible!r}"
-    said = f"NVML: {nvml_answer()}; GPUtil: {len(gputil_gpus())} GPU(s)."
+    said = f"NVML: {nvml_answer()}; GPUtil: {gputil_answer()}."
     if not any(d.kind in ("GPU", "MPS") for d in devices):
         lines.append(f"CPU only for torch: torch.cuda.is_available() is {torch.cuda.is_available()} (this torch is "
                      f"{built}{env}); {said}")
@@ -250,21 +245,6 @@ def model_device(model: torch.nn.Module) -> torch.device:
     return torch.device("cpu")
 
 
-def physical_cores() -> int:
-    """Physical CPU cores (not hyper-threads); ``os.cpu_count()`` when psutil cannot tell (01, 02, 03).
-
-    Colab's two vCPUs are often one core's two hyper-threads: two processes then share one core,
-    and a multi-process speed-up cannot appear.
-    """
-    try:
-        import psutil
-
-        n = psutil.cpu_count(logical=False)
-    except Exception:  # psutil missing, or /proc unreadable
-        n = None
-    return n or os.cpu_count() or 1
-
-
 def hardware_label(device: torch.device | str | None = None, processes: int | None = None,
                    threads: int | None = None) -> str:
     """A short label for any figure: e.g. ``"cpu (Intel Xeon, 2 cores), 2 processes × 1 thread"`` (00 onwards)."""
@@ -274,9 +254,7 @@ def hardware_label(device: torch.device | str | None = None, processes: int | No
     elif dev.type == "mps":
         label = "mps (Apple GPU)"
     else:
-        logical, physical = os.cpu_count() or 1, physical_cores()
-        cores = f"{logical} cores" if physical == logical else f"{logical} logical cores on {physical} physical"
-        label = f"cpu ({_cpu_model()}, {cores})"
+        label = f"cpu ({cpu_model()}, {cores_text()})"
     if processes is not None:
         label += f", {processes} process{'es' if processes != 1 else ''}"
     if threads is not None:
@@ -294,6 +272,7 @@ def runtime_summary() -> dict:
         "gpus": gpu_count(),
         "mps_available": bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()),
         "logical_cpus": os.cpu_count(),
+        "usable_cpus": usable_cpus(),
         "torch_threads": torch.get_num_threads(),
         "in_colab": "google.colab" in __import__("sys").modules,
     }

@@ -37,7 +37,8 @@ def _reference_hidden(fn: Callable) -> Iterator[list]:
 def _accuracy_behaviour(accuracy: Callable) -> str | None:
     """The student's ``accuracy(model, loader)`` on several models and loaders, counted by rule, with the course's
     ``evaluate`` out of reach and autograd watched (00). One model has BatchNorm and is handed over in training
-    mode (a function without ``model.eval()`` answers differently); where a GPU or MPS exists, one model sits there
+    mode (a function without ``model.eval()`` answers differently), and again in evaluation mode, to go back in
+    it (an unconditional ``model.train()`` at the end fails); where a GPU or MPS exists, one model sits there
     (a function that does not send batches to the model's device fails). Every expected fraction is counted before
     the student's function runs, by a local loop that no module exposes."""
     import copy
@@ -70,23 +71,25 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
 
     ds = load_datasets("digits")
     accel = get_device()
-    cases = [(lambda: DigitsCNN(), DataLoader(ds["val"], batch_size=64), "an untrained DigitsCNN, batches of 64"),
-             (lambda: MLP(), DataLoader(ds["test"], batch_size=100), "an untrained MLP, batches of 100"),
+    cases = [(lambda: DigitsCNN(), DataLoader(ds["val"], batch_size=64), "an untrained DigitsCNN, batches of 64", True),
+             (lambda: MLP(), DataLoader(ds["test"], batch_size=100), "an untrained MLP, batches of 100", True),
              (lambda: DigitsCNN(hidden=16), DataLoader(Subset(ds["train"], range(77)), batch_size=32),
-              "a small DigitsCNN on 77 samples, batches of 32"),
+              "a small DigitsCNN on 77 samples, batches of 32", True),
              (with_batchnorm, DataLoader(ds["val"], batch_size=50),
-              "an untrained MLP with BatchNorm, handed over in training mode, batches of 50")]
+              "an untrained MLP with BatchNorm, handed over in training mode, batches of 50", True),
+             (with_batchnorm, DataLoader(ds["test"], batch_size=128),
+              "an untrained MLP with BatchNorm, handed over in evaluation mode, batches of 128", False)]
     if accel.type != "cpu":
         cases.append((lambda: DigitsCNN().to(accel), DataLoader(ds["val"], batch_size=64),
-                      f"an untrained DigitsCNN on {accel}, batches of 64 from a loader on the CPU"))
+                      f"an untrained DigitsCNN on {accel}, batches of 64 from a loader on the CPU", True))
     models, expected = [], []
-    for seed, (make, loader, what) in enumerate(cases):
+    for seed, (make, loader, what, _) in enumerate(cases):
         torch.manual_seed(seed)
         models.append(make())
         expected.append(counted(models[-1], loader))
     with _reference_hidden(accuracy) as calls:
-        for model, (eval_frac, train_frac), (_, loader, what) in zip(models, expected, cases):
-            model.train()
+        for model, (eval_frac, train_frac), (_, loader, what, came_training) in zip(models, expected, cases):
+            model.train(came_training)
             try:
                 with SavedTensorTracker() as tracker:
                     got = accuracy(model, loader)
@@ -114,7 +117,11 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
             if tracker.peak > 0:
                 return tr("00.kept_graph", "it kept {bytes:,} bytes of activations for a backward pass that "
                           "evaluation never runs: no graph is needed here", bytes=tracker.peak)
-            if not all(m.training for m in model.modules()):
+            if not came_training and any(m.training for m in model.modules()):
+                return tr("00.left_train", "for {what}, your function handed the model back in training mode; it "
+                          "came in evaluation mode, as a model that is only being evaluated does. Hand it back in the "
+                          "mode it came in", what=what)
+            if came_training and not all(m.training for m in model.modules()):
                 return tr("00.left_eval", "for {what}, your function handed the model back in evaluation mode; "
                           "it came in training mode, and the training that goes on after your function would run "
                           "its layers as in evaluation. Hand it back in the mode it came in", what=what)
@@ -176,12 +183,15 @@ def threads_verdict(runs: list[tuple[int, float]], default: int) -> tuple[int, s
 
 def load_meaning(load: float, cpus: int) -> str:
     """What a 1-minute load average says about section 3's timings, generated from the numbers (00). On Linux it
-    counts tasks running or waiting for a CPU (state R) or for disk I/O (state D), this kernel's own included."""
+    counts tasks running or waiting for a CPU (state R) and tasks waiting for disk I/O (state D), as a damped
+    average weighted towards the last minute: a few seconds of timing runs weigh little in it."""
+    busy = "running, waiting for a CPU or waiting for disk I/O"
     if load >= cpus:
-        return (f"load {load:.2f} >= {cpus} logical CPU(s): on average at least as many tasks wanted to run as there "
-                f"are CPUs (this kernel's runs included), so other work may have shared the CPUs with these runs")
-    return (f"load {load:.2f} < {cpus} logical CPU(s): on average fewer tasks wanted to run than there are CPUs "
-            f"(this kernel's runs included): on average a CPU was free")
+        return (f"load {load:.2f} >= {cpus} logical CPU(s): in the damped average of about the last minute, at least "
+                f"as many tasks were {busy} as there are CPUs, so other work may have competed with these runs")
+    return (f"load {load:.2f} < {cpus} logical CPU(s): in the damped average of about the last minute, fewer tasks "
+            f"were {busy} than there are CPUs; an average does not rule out moments when other work competed "
+            f"with these runs")
 
 
 def openmp_runtime() -> str | None:
