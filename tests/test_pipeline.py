@@ -229,8 +229,8 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     naive = row(1, 1.0, [0.9, 1.0, 1.1], 0.2, 0.25, msg=0.01)
     # m = 4: ideal step 1.0 / 1.6 = 0.625 s, measured 1.0 s; pieces 2× m = 1's explain 0.625 of the 0.375 s gap
     text = P.gap_lines([naive, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
-    assert "stage 0: F ×2.00, B ×2.00" in text and "both stages ×2.00" in text and "gap +375 ms" in text
-    assert "slower pieces explain 167% of the gap (more than all of it" in text and "messages at most 11%" in text
+    assert "stage 0: F ×2.00, B ×2.00" in text and "both stages ×2.00" in text and "gap to the latter +375 ms" in text
+    assert "slower pieces explain 167% of the gap (more than all of it" in text and "messages 11% if they took inside the step what they took alone" in text
     text = P.gap_lines([naive, row(4, 0.8, [0.79, 0.8, 0.81], 0.22, 0.275)])   # ×1.10: 0.0625 of a 0.175 s gap
     assert "explain 36% of the gap, messages not timed" in text and "the rest, 64%, this run does not separate" in text
     # efficiency 1.02 > 1 against the median, but 0.92–1.12 against m = 1's rounds: no clear win
@@ -274,3 +274,33 @@ def test_the_number_exercises_accept_the_rule_and_refuse_plausible_wrong_answers
     assert verify(exercise, right)[0]
     for w in wrong:
         assert not verify(exercise, w)[0], w
+
+
+def test_stage_bound_uses_each_stages_measured_cost():
+    def row(m, f, b, events=()):   # f, b: (stage 0, stage 1) summed forward / backward seconds in every round
+        return {"microbatches": m, "microbatch_rows": 64 // m, "step_s": 1.0, "step_rounds": [1.0], "step_range": (1.0, 1.0),
+                "speedup": 1.0, "ideal_speedup": P.ideal_speedup(m), "efficiency": 1 / P.ideal_speedup(m),
+                "compute_rounds": [[{"F": f[0], "B": b[0]}], [{"F": f[1], "B": b[1]}]], "events": list(events)}
+    equal = row(1, (0.2, 0.2), (0.4, 0.4))
+    assert [round(P.stage_bound(equal, m), 4) for m in (1, 2, 8)] == [round(P.ideal_speedup(m), 4) for m in (1, 2, 8)]
+    # unequal: stage 1 F 0.3, B 0.6 against 0.1, 0.2 -> per phase max + min/m; m = 2: 1.2 / (0.35 + 0.7) = 1.143
+    skew = row(1, (0.1, 0.3), (0.2, 0.6))
+    assert round(P.stage_bound(skew, 2), 3) == 1.143 and P.stage_bound(skew, 8) < P.ideal_speedup(8)
+    assert P.stage_bound(skew, 1000) < 1.34   # never better than total / slower stage = 1.2 / 0.9
+    text = P.stage_cost_lines([skew, row(2, (0.1, 0.3), (0.2, 0.6))])
+    assert "stage 1 takes ×3.00 the other's time" in text and "m = 2: 1.14× (1.33×)" in text
+    gap = P.gap_lines([skew, dict(row(2, (0.1, 0.3), (0.2, 0.6)), step_s=0.87)])   # just below the bound step (0.875 s)
+    assert "ideal 750 ms with equal stages, 875 ms with these stages' costs (their imbalance: +125 ms)" in gap
+    assert "at or below the bound" in gap
+    # stage 0's backwards: 0.0–0.1 and 0.3–0.4 -> 200 ms idle between them; stage 1's backward pieces are slower
+    waits = row(2, (0.1, 0.3), (0.2, 0.6), events=[(0, "B", 0, 0.0, 0.1), (0, "B", 1, 0.3, 0.4), (1, "B", 0, 0.0, 0.3)])
+    line = P.backward_wait_line(waits)
+    assert "stage 0 sat idle 200 ms" in line and "took ×3.00 stage 0's" in line
+    lib = [{"schedule": "gpipe", "microbatches": 1, "step_s": 1.0, "step_range": (0.95, 1.05), "speedup": 1.0, "efficiency": 1.0},
+           {"schedule": "gpipe", "microbatches": 2, "step_s": 0.8, "step_range": (0.78, 0.82), "speedup": 1.25, "efficiency": 0.94},
+           {"schedule": "1f1b", "microbatches": 2, "step_s": 0.7, "step_range": (0.69, 0.71), "speedup": 1.43, "efficiency": 1.07}]
+    assert "1F1B differed from GPipe beyond the rounds at m = 2 (faster)" in P.library_lines(lib, [])
+    lib[2].update(step_s=0.9, step_range=(0.89, 0.91))
+    assert "1F1B differed from GPipe beyond the rounds at m = 2 (slower)" in P.library_lines(lib, [])
+    lib[2].update(step_s=0.81, step_range=(0.75, 0.85))
+    assert "no clear difference at any m" in P.library_lines(lib, [])

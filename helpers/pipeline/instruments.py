@@ -163,7 +163,7 @@ def busy_share(events: list[tuple], stage: int) -> float:
 
 def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence[int] = (1, 2, 4, 8, 16),
                repeats: int = 5) -> list[dict]:
-    """Time one stage's forward+backward over the whole batch cut into m pieces, on one thread (01).
+    """Time stage 0's forward+backward over the whole batch cut into m pieces, on one thread (01).
 
     A pipeline only helps if cutting the batch costs little. ``cost_vs_m1``: the median time
     over ``repeats`` rounds against the first m's median; ``cost_range``: the fastest and slowest
@@ -186,7 +186,7 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
                     times[m].append(time.perf_counter() - t0)
     base = statistics.median(times[ms[0]])
     t1 = times[ms[0]]
-    return [{"microbatches": m, "microbatch_rows": batch // m, "seconds": statistics.median(times[m]),
+    return [{"microbatches": m, "microbatch_rows": batch // m, "seconds": statistics.median(times[m]), "stage": 0,
              "cost_vs_m1": statistics.median(times[m]) / base,
              "cost_range": (min(times[m]) / base, max(times[m]) / base),
              "ratio_range": (min(times[m]) / max(t1), max(times[m]) / min(t1))} for m in ms]

@@ -6,18 +6,28 @@ import statistics
 from .instruments import bubble_fraction, ideal_speedup
 
 __all__ = ["gpipe_table", "piece_cost_lines", "message_lines", "against_naive", "piece_model_lines", "library_lines",
-           "gap_lines", "beyond_bound_lines", "best_split_line"]
+           "gap_lines", "beyond_bound_lines", "best_split_line", "stage_costs", "stage_bound", "stage_cost_lines",
+           "backward_wait_line"]
 
 
 def gpipe_table(rows: list[dict]) -> str:
-    """The measured-vs-ideal table (01): step median and its rounds' range; ideal and bubble from GPipe's model."""
-    lines = [f"{'m':>3} {'rows/mb':>7} {'step ms':>7} {'rounds ms':>11} {'speedup':>7} {'ideal speedup':>13} "
-             f"{'efficiency':>10} {'bubble (model)':>14}"]
+    """The measured-vs-ideal table (01): step median and its rounds' range; ideal and bubble from GPipe's model.
+
+    ``rows[0]`` is m = 1; where it carries the step's events, two more columns: the bound with the two
+    stages' measured costs (``stage_bound``) and the measured speedup against it.
+    """
+    staged = "compute_rounds" in rows[0]
+    lines = [f"{'m':>3} {'rows/mb':>7} {'step ms':>7} {'rounds ms':>9} {'speedup':>7} {'ideal (equal stages)':>20} "
+             f"{'efficiency':>10}" + (f" {'bound (these stages)':>20} {'against it':>10}" if staged else "")
+             + f" {'bubble (model)':>14}"]
     for r in rows:
         lo, hi = r["step_range"]
-        lines.append(f"{r['microbatches']:>3} {r['microbatch_rows']:>7} {1e3 * r['step_s']:>7.1f} {1e3 * lo:>5.0f}–{1e3 * hi:<5.0f} "
-                     f"{r['speedup']:>6.2f}× {r['ideal_speedup']:>12.2f}× {r['efficiency']:>10.2f} "
-                     f"{bubble_fraction(r['microbatches']):>14.2f}")
+        line = (f"{r['microbatches']:>3} {r['microbatch_rows']:>7} {1e3 * r['step_s']:>7.0f} {1e3 * lo:>4.0f}–{1e3 * hi:<4.0f} "
+                f"{r['speedup']:>6.2f}× {r['ideal_speedup']:>19.2f}× {r['efficiency']:>10.2f}")
+        if staged:
+            b = stage_bound(rows[0], r["microbatches"])
+            line += f" {b:>19.2f}× {r['speedup'] / b:>10.2f}"
+        lines.append(line + f" {bubble_fraction(r['microbatches']):>14.2f}")
     return "\n".join(lines)
 
 
@@ -33,22 +43,25 @@ def against_naive(row: dict, base: dict) -> str:
 
 
 def piece_model_lines(rows: list[dict], costs: list[dict]) -> str:
-    """GPipe's ideal divided by the measured piece cost, against the measured speedup, per m (01).
+    """GPipe's bound divided by the measured piece cost, against the measured speedup, per m (01).
 
+    The bound: ``stage_bound`` where ``rows[0]`` carries the step's events, else the equal-cost ideal.
     If a piece costs c times its 1/m share, the pipelined step is c times longer than GPipe's model
-    says, so the model predicts ideal / c. Each range comes from the rounds (the costs' and the
+    says, so the model predicts bound / c. Each range comes from the rounds (the costs' and the
     steps'); "short of" or "above" only where the two ranges do not overlap.
     """
     cost = {c["microbatches"]: c for c in costs}
     blo, bhi = rows[0]["step_range"]
-    lines = ["ideal speedup ÷ piece cost (predicted) against the measured speedup; each range takes m = 1's "
-             "rounds at their fastest and slowest too:"]
+    staged = "compute_rounds" in rows[0]   # then the bound with the two stages' measured costs, not the equal-cost ideal
+    lines = [("bound with these stages' costs" if staged else "ideal speedup") + " ÷ piece cost (predicted) against "
+             "the measured speedup; each range takes m = 1's rounds at their fastest and slowest too:"]
     short = []
     for r in rows[1:]:
         c = cost.get(r["microbatches"])
         if c is None:
             continue
-        ideal, (clo, chi), (slo, shi) = r["ideal_speedup"], c.get("ratio_range", c["cost_range"]), r["step_range"]
+        ideal = stage_bound(rows[0], r["microbatches"]) if staged else r["ideal_speedup"]
+        (clo, chi), (slo, shi) = c.get("ratio_range", c["cost_range"]), r["step_range"]
         plo, phi, mlo, mhi = ideal / chi, ideal / clo, blo / shi, bhi / slo
         verdict = ("short of it" if mhi < plo else "above it" if mlo > phi else "within the spread (the ranges overlap)")
         if mhi < plo:
@@ -62,10 +75,12 @@ def piece_model_lines(rows: list[dict], costs: list[dict]) -> str:
     else:
         # "lower" only where the two printed medians (2 decimals) differ, never below the printed precision
         lower = [r["microbatches"] for r in rows[1:] if r["microbatches"] in cost
-                 and round(r["speedup"], 2) < round(r["ideal_speedup"] / cost[r["microbatches"]]["cost_vs_m1"], 2)]
+                 and round(r["speedup"], 2) < round((stage_bound(rows[0], r["microbatches"]) if staged else
+                                                     r["ideal_speedup"]) / cost[r["microbatches"]]["cost_vs_m1"], 2)]
         lines.append("no measured speedup fell short of the prediction beyond the spread of the rounds"
                      + (f" (by the medians it is lower at m = {', '.join(map(str, lower))})" if lower else "")
-                     + ": this run cannot tell whether the piece costs explain all of the gap to the ideal or only part")
+                     + f": this run cannot tell whether the piece costs explain all of the gap to the {'bound' if staged else 'ideal'} "
+                     "or only part")
     return "\n".join(lines)
 
 
@@ -95,7 +110,7 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
     if both:
         lines.append("GPipe, library against hand-written: step ms (rounds) and efficiency, each over its own m = 1; the "
                      "same schedule and the same work,\nin separate launches (a difference is the implementations' "
-                     "overhead or run-to-run noise, which this run does not separate):")
+                     "overhead or run-to-run noise, which this run does not separate; at m = 1 neither pipelines):")
         for m in both:
             lib_r, hw = gp[m], hand_by_m[m]
             (llo, lhi), (hlo, hhi) = lib_r["step_range"], hw["step_range"]
@@ -103,6 +118,7 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
                        "library faster (the rounds do not overlap)" if lhi < hlo else "hand-written faster (the rounds do not overlap)")
             lines.append(f"  m = {m}: library {1e3 * lib_r['step_s']:.0f} ({1e3 * llo:.0f}–{1e3 * lhi:.0f}) {lib_r['efficiency']:.0%}, "
                          f"hand-written {1e3 * hw['step_s']:.0f} ({1e3 * hlo:.0f}–{1e3 * hhi:.0f}) {hw['efficiency']:.0%}: {verdict}")
+    differ = []
     for r in (r for r in lib if r["schedule"] == "1f1b" and r["microbatches"] in gp):
         g = gp[r["microbatches"]]
         (lo, hi), (glo, ghi) = r["step_range"], g["step_range"]
@@ -110,6 +126,13 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
                 "1F1B slower (the rounds do not overlap)" if lo > ghi else "1F1B faster (the rounds do not overlap)")
         lines.append(f"1F1B against GPipe at m = {r['microbatches']}: {1e3 * r['step_s']:.0f} against {1e3 * g['step_s']:.0f} ms: "
                      f"{side}")
+        if not side.startswith("no clear"):
+            differ.append(f"m = {r['microbatches']} ({side.split(' (')[0].removeprefix('1F1B ')})")
+    if any(r["schedule"] == "1f1b" and r["microbatches"] in gp for r in lib):
+        lines.append(("1F1B differed from GPipe beyond the rounds at " + ", ".join(differ) + ": GPipe's model gives "
+                      "both the same bubble, so the difference lies outside it (the implementation, the machine), "
+                      "which this notebook does not measure") if differ else
+                     "1F1B against GPipe: no clear difference at any m (the rounds overlap), as the model's equal bubble has it")
     return "\n".join(lines)
 
 
@@ -120,7 +143,7 @@ def piece_cost_lines(costs: list[dict]) -> str:
     spread of the rounds and is said so.
     """
     lo1, hi1 = costs[0]["cost_range"]
-    lines = []
+    lines = [f"stage {costs[0]['stage']} alone, on one thread:"] if "stage" in costs[0] else []
     for r in costs:
         lo, hi = r["cost_range"]
         verdict = ("the baseline" if r is costs[0] else "more than in one piece" if lo > hi1
@@ -164,26 +187,30 @@ def _compute(row: dict, stage: int | None = None, kinds: str = "FB") -> list[flo
 def gap_lines(rows: list[dict]) -> str:
     """Per m: the gap between the measured step and the ideal, and how much of it two measured causes explain (01).
 
-    Ideal step = the m = 1 median ÷ the ideal speedup. Pieces slower inside the step: if both stages'
-    forwards and backwards together took k times m = 1's, GPipe's model gives a step k times the
-    ideal, so they explain ideal × (k − 1). Messages: 2m one-way times one after another, an upper
-    bound (isend lets the sender compute on). What is left is not separated by this run.
+    Bound step = the m = 1 median ÷ ``stage_bound`` (the two stages' measured costs; printed beside
+    the equal-cost ideal, m = 1 ÷ 2m/(m + 1)). Pieces slower inside the step: if both stages'
+    forwards and backwards together took k times m = 1's, the model gives a step k times the bound,
+    so they explain bound × (k − 1). Messages: 2m one-way times timed alone, outside the step, one
+    after another: an estimate, not a bound (isend lets the sender compute on; inside the step a
+    message may take longer or shorter). What is left is not separated by this run.
     """
     base = rows[0]
     c1 = statistics.median(_compute(base))
     lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
              f"m = 1: the stages computed {1e3 * c1:.0f} ms of its {1e3 * base['step_s']:.0f} ms step"]
     for r in rows[1:]:
-        m, ideal_step = r["microbatches"], base["step_s"] / ideal_speedup(r["microbatches"])
+        m, equal_step = r["microbatches"], base["step_s"] / ideal_speedup(r["microbatches"])
+        ideal_step = base["step_s"] / stage_bound(base, m)
         gap = r["step_s"] - ideal_step
         per = "; ".join(f"stage {s}: F ×{statistics.median(_compute(r, s, 'F')) / statistics.median(_compute(base, s, 'F')):.2f}, "
                         f"B ×{statistics.median(_compute(r, s, 'B')) / statistics.median(_compute(base, s, 'B')):.2f}"
                         for s in (0, 1))
         k = statistics.median(_compute(r)) / c1
-        lines.append(f"m = {m:>2}: step {1e3 * r['step_s']:.0f} ms, ideal {1e3 * ideal_step:.0f} ms, gap {1e3 * gap:+.0f} ms; "
-                     f"pieces' summed time against m = 1's: {per}; both stages ×{k:.2f}")
+        lines.append(f"m = {m:>2}: step {1e3 * r['step_s']:.0f} ms; ideal {1e3 * equal_step:.0f} ms with equal stages, "
+                     f"{1e3 * ideal_step:.0f} ms with these stages' costs (their imbalance: {1e3 * (ideal_step - equal_step):+.0f} ms); "
+                     f"gap to the latter {1e3 * gap:+.0f} ms\n        pieces' summed time against m = 1's: {per}; both stages ×{k:.2f}")
         if gap <= 0:
-            lines.append("        at or below the ideal step: no gap to explain")
+            lines.append("        at or below the bound with these stages' costs: no gap to explain")
             continue
         pieces = ideal_step * (k - 1)
         msg = 2 * m * statistics.median(r["message_s"]) if "message_s" in r else None
@@ -191,7 +218,8 @@ def gap_lines(rows: list[dict]) -> str:
         said = (f"        slower pieces explain {pieces / gap:.0%} of the gap"
                 + (" (more than all of it: GPipe's model with these pieces gives a longer step than measured)"
                    if pieces > gap else "")
-                + (f", messages at most {msg / gap:.0%}" if msg is not None else ", messages not timed in this run"))
+                + (f", messages {msg / gap:.0%} if they took inside the step what they took alone" if msg is not None
+                   else ", messages not timed in this run"))
         lines.append(said + ("; the rest, " + f"{rest / gap:.0%}, this run does not separate (the optimizer step, the "
                              "barrier, waiting on the other stage)" if rest > 0 else "; together they cover the gap"))
     return "\n".join(lines)
@@ -225,3 +253,45 @@ def best_split_line(rows: list[dict]) -> str:
                             for r in ties) + ": no clear best among them")
     return (f"best split here: m = {best['microbatches']} ({best['microbatch_rows']} rows per micro-batch), "
             "its rounds below every other m's")
+
+
+def stage_costs(base: dict) -> list[tuple[float, float]]:
+    """Each stage's summed forward and backward seconds in the m = 1 step, median of its rounds (01)."""
+    return [(statistics.median(_compute(base, s, "F")), statistics.median(_compute(base, s, "B"))) for s in (0, 1)]
+
+
+def stage_bound(base: dict, m: int) -> float:
+    """GPipe's best speedup over m = 1 for two stages of the measured costs ``stage_costs(base)`` (01).
+
+    Each phase (all forwards, then all backwards) lasts at least the slower stage's whole work plus
+    one micro-batch of the faster one's, the pipe filling or draining: max + min/m. Two stages of
+    equal cost give GPipe's ideal 2m/(m + 1); unequal ones give less.
+    """
+    (f0, b0), (f1, b1) = stage_costs(base)
+    return (f0 + f1 + b0 + b1) / (max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m)
+
+
+def stage_cost_lines(rows: list[dict]) -> str:
+    """Each stage's measured cost at m = 1, the bound they give per m beside the equal-cost ideal (01)."""
+    (f0, b0), (f1, b1) = costs = stage_costs(rows[0])
+    slow = max((0, 1), key=lambda s: sum(costs[s]))
+    lines = [f"m = 1, inside the step (median of {len(rows[0]['step_rounds'])} rounds): stage 0: F {1e3 * f0:.0f} ms + "
+             f"B {1e3 * b0:.0f} ms = {1e3 * (f0 + b0):.0f} ms; stage 1: F {1e3 * f1:.0f} + B {1e3 * b1:.0f} = "
+             f"{1e3 * (f1 + b1):.0f} ms: stage {slow} takes ×{sum(costs[slow]) / sum(costs[1 - slow]):.2f} the other's time"]
+    lines.append("best speedup with these costs (per phase: the slower stage's work + one micro-batch of the other's) "
+                 "against the equal-cost ideal 2m/(m + 1): "
+                 + ", ".join(f"m = {r['microbatches']}: {stage_bound(rows[0], r['microbatches']):.2f}× "
+                             f"({r['ideal_speedup']:.2f}×)" for r in rows[1:]))
+    return "\n".join(lines)
+
+
+def backward_wait_line(row: dict, stage: int = 0) -> str:
+    """How long ``stage`` sat idle between its first and last backward in the shown round, and why where the numbers say (01)."""
+    spans = sorted((a, b) for s, k, _, a, b in row["events"] if s == stage and k == "B")
+    wait = sum(max(0.0, a2 - b1) for (_, b1), (a2, _) in zip(spans, spans[1:]))
+    b_other = statistics.median(_compute(row, 1 - stage, "B"))
+    b_own = statistics.median(_compute(row, stage, "B"))
+    why = (f"; stage {1 - stage}'s backwards took ×{b_other / b_own:.2f} stage {stage}'s in this step, and each "
+           f"B{stage}.i waits for B{1 - stage}.i's gradient" if b_other > b_own and stage == 0 and wait > 0 else "")
+    return (f"m = {row['microbatches']}: stage {stage} sat idle {1e3 * wait:.0f} ms between its backwards in the shown "
+            f"round (the gaps between its B bars){why}")
