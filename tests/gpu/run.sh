@@ -7,7 +7,7 @@
 # DataParallel's primitives, SyncBatchNorm, the pipeline on two GPUs).
 #
 #   tests/gpu/run.sh                     # every notebook, then the GPU tests
-#   tests/gpu/run.sh 03_ddp 06_oom       # some notebooks (by name prefix), then the GPU tests
+#   tests/gpu/run.sh 06_oom 03_ddp       # some notebooks (by name prefix, in that order), then the GPU tests
 #   GPU_OUT=/some/dir tests/gpu/run.sh   # also keep the executed notebooks and the verdicts there
 #
 # Prints one verdict line per notebook (PASS / FAIL / SKIP, with its run time) and exits non-zero

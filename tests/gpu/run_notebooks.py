@@ -47,24 +47,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=os.environ.get("GPU_OUT"), help="folder for the executed notebooks and verdicts")
     args = parser.parse_args(argv)
     paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    if args.names:
-        paths = [p for p in paths if any(p.stem.startswith(n) for n in args.names)]
+    if args.names:  # in the order named, so the notebooks that matter most can go first on a time-limited machine
+        paths = [p for n in args.names for p in paths if p.stem.startswith(n)]
+        paths = list(dict.fromkeys(paths))
     results = []
     for p in paths:
         r = run_one(p, args.timeout)
         results.append(r)
         print(f"{r['verdict']:<4} {r['notebook']:<28} {r['seconds']:>6.1f} s  {r['why']}", flush=True)
-    if args.out:
-        import nbformat
-
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(out / "executed_notebooks.zip", "w", zipfile.ZIP_DEFLATED) as z:
-            for r in results:
-                z.writestr(f"{r['notebook']}.ipynb", nbformat.writes(r["nb"]))
-        (out / "verdicts.json").write_text(json.dumps([{k: v for k, v in r.items() if k != "nb"} for r in results],
-                                                      indent=1))
+        if args.out:  # after every notebook: a run stopped by a time limit keeps what it finished
+            save(results, Path(args.out))
     return 1 if any(r["verdict"] == "FAIL" for r in results) else 0
+
+
+def save(results: list[dict], out: Path) -> None:
+    """The executed notebooks (``executed_notebooks.zip``) and one verdict each (``verdicts.json``)."""
+    import nbformat
+
+    out.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out / "executed_notebooks.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        for r in results:
+            z.writestr(f"{r['notebook']}.ipynb", nbformat.writes(r["nb"]))
+    (out / "verdicts.json").write_text(json.dumps([{k: v for k, v in r.items() if k != "nb"} for r in results], indent=1))
 
 
 if __name__ == "__main__":
