@@ -114,6 +114,28 @@ def test_nccl_ranks_are_bound_to_their_own_gpu():
     assert [w["bound_device"] for w in who] == [f"cuda:{r}" for r in range(n)]
 
 
+def test_each_world_size_is_compared_with_one_process_on_its_ranks_kind_of_device(monkeypatch):
+    """nccl ranks (GPUs) against a reference trained on a GPU, gloo ranks against one on the CPU: never mixed."""
+    import helpers.sharding.strategies as S
+
+    asked = []
+    monkeypatch.setattr(S, "choose_backend", lambda n: "nccl" if n == 1 else "gloo")
+    monkeypatch.setattr(S, "reference_parameters", lambda *a, device, **k: asked.append(device) or [torch.zeros(1)])
+    fake = {"measured_bytes": dict.fromkeys(("params", "grads", "optim", "gathered"), 0), "params": [torch.zeros(1)],
+            "comm": {}}
+    monkeypatch.setattr(S, "launch", lambda fn, n, **k: [{"strategies": {"ddp": fake}}] * n)
+    rows = S.run_sharding(world_sizes=(1, 2, 4), strategies=("ddp",), layers=2, width=8, batch=8)
+    assert asked == ["cuda", "cpu"] and [r["backend"] for r in rows] == ["nccl", "gloo", "gloo"]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run tests/gpu/run.sh there)")
+def test_one_gpu_rank_trains_what_one_process_trains_on_the_gpu():
+    """Against a CPU reference a GPU rank differed by 2.8e-4 (an H100); against a GPU one it must match."""
+    rows = run_sharding(world_sizes=(1,), strategies=("ddp", "fsdp2"), layers=2, width=64, batch=16)
+    assert all(r["backend"] == "nccl" and r["max_abs_diff_vs_unsharded"] < 1e-5 for r in rows), rows
+
+
 def test_tensor_parallel_block_equals_the_unsplit_block_with_one_all_reduce_each_way():
     r0 = run_tp_block(nprocs=2, width=16, hidden=32, batch=4)[0]
     assert max(r0["output_diff"], r0["input_grad_diff"], r0["weight_grad_diff"]) < 1e-5

@@ -160,14 +160,23 @@ def train_step(net: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: t
     opt.step()
 
 
-def reference_parameters(layers: int, width: int, batch: int, steps: int, lr: float, amp: bool = False) -> list[torch.Tensor]:
-    """The unsharded model's parameters after ``steps`` Adam steps on the whole batch, in one process (09)."""
-    model = make_model(layers, width)
+def reference_parameters(layers: int, width: int, batch: int, steps: int, lr: float, amp: bool = False,
+                         device: str | torch.device = "cpu") -> list[torch.Tensor]:
+    """The unsharded model's parameters after ``steps`` Adam steps on the whole batch, in one process (09).
+
+    ``device``: where to train it: the kind of device the ranks it is compared with computed on. A
+    GPU's matrix products round differently from a CPU's, and Adam's first steps move a weight by
+    about ``lr`` whatever its gradient's size, so a gradient near zero whose sign the rounding flips
+    moves that weight the other way: a GPU rank compared with a CPU reference differed by 2.8e-4 on an
+    H100 (tests/gpu/recorded), against < 1e-5 for CPU ranks against a CPU reference.
+    """
+    dev = torch.device(device)
+    model = make_model(layers, width).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    x, y = synthetic_regression(batch, width)
+    x, y = (t.to(dev) for t in synthetic_regression(batch, width))
     for _ in range(steps):
         train_step(model, opt, x, y, amp)
-    return [p.detach().clone() for p in model.parameters()]
+    return [p.detach().cpu().clone() for p in model.parameters()]
 
 
 def full_parameters(model: nn.Module) -> list[torch.Tensor]:

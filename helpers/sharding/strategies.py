@@ -184,7 +184,7 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
     once, in the second step). Rows: strategy, world_size, measured_bytes (for each part the largest
     rank's: params, grads, optim, FSDP2's peak of gathered layers), predicted_bytes (the calculator
     given the model's shapes), bytes_equal_on_all_ranks, max_abs_diff_vs_unsharded (one process, whole
-    batch, same steps and precision), collectives of one step (calls, payload, wire bytes), DDP's
+    batch, same steps and precision, on the ranks' kind of device: a GPU under nccl, else the CPU), collectives of one step (calls, payload, wire bytes), DDP's
     buckets (ddp, zero1) and, with ``repeats`` > 0, step_s, predicted_step_s and its predicted_parts. The prediction for
     N > 1 carries over each strategy's own overhead (hooks, copies, DTensor dispatch: its step time on
     one process less the plain model's compute there), so give ``world_sizes`` starting with 1 to
@@ -196,7 +196,7 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
                          "'deepspeed' is an accounting of the calculator only")
     psi = model_parameters(layers, width)
     model = make_model(layers, width)
-    ref = reference_parameters(layers, width, batch, steps, lr, precision == "amp")
+    refs = {}  # one reference per kind of device the ranks compute on: "cuda" under nccl, "cpu" under gloo
     parts = ("params", "grads", "optim", "gathered")
     rows, overhead = [], {}
     for n in world_sizes:
@@ -204,6 +204,10 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
         res = launch(sharding_worker, n, args=(tuple(strategies), layers, width, batch, steps, timed, lr, precision),
                      timeout=timeout, verbose=False)
         r0 = res[0]
+        dev = "cuda" if choose_backend(n) == "nccl" else "cpu"
+        if dev not in refs:
+            refs[dev] = reference_parameters(layers, width, batch, steps, lr, precision == "amp", device=dev)
+        ref = refs[dev]
         for s in strategies:
             got = r0["strategies"][s]
             held = [r["strategies"][s]["measured_bytes"] for r in res]
