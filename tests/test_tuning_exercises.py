@@ -258,3 +258,29 @@ def test_extra_arguments_are_refused_as_ray_would_refuse_them():
     ok, msg = verify("04.trainable", epoch_as_a_keyword)
     assert not ok and "refuse" in msg, msg
     assert verify("04.trainable", metrics_by_name)[0]
+
+
+def test_ray_air_session_report_is_refused_with_a_pointer_to_tune_report():
+    """The older Ray AIR form, under each way of reaching it, gets a message that names it, not 'never called'."""
+    forms = {
+        "module": "from ray.air import session\n"
+                  "def my_trainable(config):\n"
+                  "    for epoch in (1, 2, 3):\n"
+                  "        session.report({'score': config['x'] * epoch})\n",
+        "name": "from ray.air.session import report\n"
+                "def my_trainable(config):\n"
+                "    for epoch in (1, 2, 3):\n"
+                "        report({'score': config['x'] * epoch})\n",
+        "dotted": "import ray.air.session\n"
+                  "def my_trainable(config):\n"
+                  "    for epoch in (1, 2, 3):\n"
+                  "        ray.air.session.report({'score': config['x'] * epoch})\n",
+    }
+    import ray.air.session
+
+    original = ray.air.session.report
+    for form, source in forms.items():
+        fn = _defined_in_a_notebook(source, "my_trainable")
+        ok, msg = verify("04.trainable", fn)
+        assert not ok and "ray.air.session.report" in msg and "ray.tune.report" in msg and "never called" not in msg, (form, msg)
+    assert ray.air.session.report is original   # the check put Ray's function back

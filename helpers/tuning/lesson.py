@@ -13,22 +13,27 @@ NOTEBOOK = "04_hyperparameter_tuning"
 LIMIT_S = 180  # the tuning notebook's run-time limit; every other notebook's is 90 s
 
 
-def _reports(fn, config: dict) -> tuple[list, list]:
-    """What the student's trainable reports for ``config``: its ``ray.tune.report`` calls and its ``ray.train.report`` ones.
+def _reports(fn, config: dict) -> tuple[list, list, list]:
+    """What the student's trainable reports for ``config``: its ``ray.tune.report`` calls, its ``ray.train.report``
+    ones and its ``ray.air.session.report`` ones (the older Ray AIR form, still importable).
 
-    Both are replaced by recorders, as module attributes and under any name the student's module bound them to
+    All are replaced by recorders, as module attributes and under any name the student's module bound them to
     (``from ray.tune import report`` at the top of a notebook binds ``report`` before the check runs).
     """
     from unittest import mock
 
+    import ray.air.session
     import ray.train
+    import ray.train._internal.session
     import ray.tune
 
     import inspect
 
     calls: list = []
     train_calls: list = []
+    air_calls: list = []
     takes = inspect.signature(ray.tune.report)  # what Ray's own report accepts: one dict, checkpoint= by name
+    air_report = ray.air.session.report  # the same function as ray.train._internal.session.report
 
     def record(metrics=None, *args, **kwargs):
         try:
@@ -41,13 +46,17 @@ def _reports(fn, config: dict) -> tuple[list, list]:
     def record_train(*args, **kwargs):
         train_calls.append((args, kwargs))
 
-    aliases = {name: (record if v is ray.tune.report else record_train)
-               for name, v in getattr(fn, "__globals__", {}).items()
-               if v is ray.tune.report or v is ray.train.report}
+    def record_air(*args, **kwargs):
+        air_calls.append((args, kwargs))
+
+    recorder = {id(ray.tune.report): record, id(ray.train.report): record_train, id(air_report): record_air}
+    aliases = {name: recorder[id(v)] for name, v in getattr(fn, "__globals__", {}).items()
+               if callable(v) and id(v) in recorder}
     with mock.patch("ray.tune.report", record), mock.patch("ray.train.report", record_train), \
+            mock.patch("ray.air.session.report", record_air), mock.patch("ray.train._internal.session.report", record_air), \
             mock.patch.dict(fn.__globals__ if aliases else {}, aliases):
         fn(dict(config))  # if it raises, check() says so (checks._verify_code)
-    return calls, train_calls
+    return calls, train_calls, air_calls
 
 
 def _number(v):
@@ -72,10 +81,13 @@ def _trainable_behaviour(fn) -> str | None:
     import random
 
     for x in (2.0, -0.5, round(random.uniform(2.5, 9.9), 3)):  # the third one is new every time
-        calls, train_calls = _reports(fn, {"x": x})
+        calls, train_calls, air_calls = _reports(fn, {"x": x})
         if train_calls:
             return ("it called ray.train.report, Ray Train's; inside a Tune trainable Ray refuses it: "
                     "call ray.tune.report({'score': ...}) instead")
+        if air_calls:
+            return ("it called ray.air.session.report, the older Ray AIR form; today's API is "
+                    "ray.tune.report({'score': ...})")
         if not calls:
             return "the trainable never called ray.tune.report, so the Tuner would see no result"
         if any(kw and m is None for m, _, kw, _ in calls):
