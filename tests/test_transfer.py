@@ -52,3 +52,255 @@ def test_augmentations_keep_shape_and_flip_really_flips():
     torch.manual_seed(0)
     flips = {torch.equal(TR.augmentations()["horizontal flip"](x), torch.flip(x, dims=[-1])) for _ in range(20)}
     assert flips == {True, False}
+
+
+# --- BatchNorm: requires_grad_(False) does not freeze running statistics (07, section 2) ---
+
+def _bn_net():
+    from torch import nn
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(4 * 8 * 8, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3))
+
+
+def _moved(before, model):
+    after = model.state_dict()
+    return [n for n in before if not torch.equal(before[n], after[n])]
+
+
+def _steps(model, fix, n=2):
+    from torch import nn
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+    x, y = torch.randn(8, 1, 8, 8), torch.randint(0, 3, (8,))
+    for _ in range(n):
+        model.train()
+        if fix:
+            TR.freeze_batchnorm_stats(model)
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    return model
+
+
+def test_frozen_state_holds_frozen_batchnorm_buffers_and_not_trainable_ones():
+    model = _bn_net()
+    model[:3].requires_grad_(False)  # conv + its BatchNorm frozen; the rest trains
+    state = TR.frozen_state(model)
+    assert {"1.running_mean", "1.running_var", "1.num_batches_tracked", "0.weight", "1.weight"} <= set(state)
+    assert not any(n.startswith(("4.", "5.", "7.")) for n in state)   # the trainable part, its BatchNorm included
+
+
+def test_the_old_recipe_is_refused_by_the_buffer_check_and_the_fix_passes():
+    """requires_grad_(False) alone, then model.train(): parameters stay, BatchNorm statistics move, and the
+    comparison of parameters *and buffers* (frozen_state against state_dict) sees it; with freeze_batchnorm_stats
+    nothing frozen moves while the trainable part, its own BatchNorm statistics included, still trains."""
+    for fix in (False, True):
+        model = _bn_net()
+        model[:3].requires_grad_(False)
+        before, everything = TR.frozen_state(model), {n: t.clone() for n, t in model.state_dict().items()}
+        _steps(model, fix)
+        moved = _moved(before, model)
+        params_moved = [n for n in moved if n in dict(model.named_parameters())]
+        assert not params_moved                                   # the parameter-only check would pass both
+        if fix:
+            assert not moved
+        else:
+            assert set(moved) == {"1.running_mean", "1.running_var", "1.num_batches_tracked"}
+        after = model.state_dict()
+        assert not torch.equal(everything["5.running_mean"], after["5.running_mean"])   # a trainable BatchNorm updates
+        assert not torch.equal(everything["7.weight"], after["7.weight"])
+
+
+def test_freeze_batchnorm_stats_sets_only_frozen_batchnorm_layers_to_eval():
+    model = _bn_net()
+    model[:3].requires_grad_(False)
+    model.train()
+    TR.freeze_batchnorm_stats(model)
+    assert not model[1].training and model[5].training and model[0].training and model[4].training
+
+
+def test_resnet18_recipe_moves_only_batchnorm_buffers_without_the_fix():
+    from torch import nn
+    from torchvision.models import resnet18
+    torch.manual_seed(0)
+    net = resnet18(weights=None)
+    net.requires_grad_(False)
+    net.fc = nn.Linear(net.fc.in_features, 5)
+    x, y = torch.randn(4, 3, 32, 32), torch.randint(0, 5, (4,))
+    n_bn = sum(isinstance(m, nn.BatchNorm2d) for m in net.modules())
+    for fix in (False, True):
+        import copy
+        model = copy.deepcopy(net)
+        before = TR.frozen_state(model)
+        opt = torch.optim.SGD(model.fc.parameters(), lr=0.1)
+        model.train()
+        if fix:
+            TR.freeze_batchnorm_stats(model)
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        moved = _moved(before, model)
+        assert (len(moved) == 3 * n_bn) if not fix else not moved
+        assert not torch.equal(model.fc.weight, net.fc.weight)
+
+
+# --- exercises ---
+
+def test_head_params_exercise_answer_is_the_heads_count_and_wrong_ones_are_refused():
+    from torch import nn
+    from helpers.core.checks import verify
+    head = nn.Sequential(nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+    right = sum(p.numel() for p in head.parameters())
+    assert verify("07.head_params_resnet_mlp", right)[0]
+    wrong = [512 * 256 + 256 * 10,                      # no biases
+             256 * 10 + 10,                             # the last layer only
+             512 * 256 + 256,                           # the first layer only
+             512 * 256 + 256 + 256 * 5 + 5,             # 5 classes, as in section 2
+             512 * 10 + 10,                             # a one-layer head
+             right + 11_176_512]                        # the frozen backbone counted too
+    for w in wrong:
+        ok, message = verify("07.head_params_resnet_mlp", w)
+        assert not ok and str(right) not in message
+
+
+def test_crop_positions_exercise():
+    from helpers.core.checks import verify
+    from torchvision.transforms import v2
+    x = torch.arange(64.0).reshape(1, 8, 8)
+    torch.manual_seed(0)
+    crop = v2.RandomCrop(8, padding=2)
+    seen = {crop(x).flatten().tolist().__repr__() for _ in range(3000)}
+    assert verify("07.crop_positions_pad2", len(seen))[0]
+    for w in (5, 9, 16, 36, 4):   # one axis only, padding on one side, off by one either way, 2 × padding
+        assert not verify("07.crop_positions_pad2", w)[0]
+
+
+def _ref(model, head):
+    model.requires_grad_(False)
+    model.get_submodule(head).requires_grad_(True)
+    return TR.freeze_batchnorm_stats(model)
+
+
+def _eval_all_but_head(model, head):
+    model.requires_grad_(False)
+    model.eval()
+    h = model.get_submodule(head)
+    h.requires_grad_(True)
+    h.train()
+    return model
+
+
+def _by_names(model, head):
+    from torch import nn
+    for n, p in model.named_parameters():
+        p.requires_grad_(n.startswith(head + "."))
+    for name, m in model.named_modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and not name.startswith(head + "."):
+            m.eval()
+    return model
+
+
+@pytest.mark.parametrize("fn", [_ref, _eval_all_but_head, _by_names], ids=["reference", "eval-backbone", "by-names"])
+def test_freeze_all_but_accepts_right_answers(fn):
+    from helpers.core.checks import verify
+    ok, message = verify("07.freeze_all_but", fn)
+    assert ok, message
+
+
+def _old_recipe(model, head):                      # requires_grad only: frozen BatchNorm statistics drift
+    model.requires_grad_(False)
+    model.get_submodule(head).requires_grad_(True)
+    return model
+
+
+def _no_dot(model, head):                          # startswith(head): fc2 trains when the head is fc
+    for n, p in model.named_parameters():
+        p.requires_grad_(n.startswith(head))
+    return TR.freeze_batchnorm_stats(model)
+
+
+def _substring(model, head):                       # head in name
+    for n, p in model.named_parameters():
+        p.requires_grad_(head in n)
+    return TR.freeze_batchnorm_stats(model)
+
+
+def _all_eval(model, head):                        # the head's own BatchNorm stops learning its statistics
+    _old_recipe(model, head)
+    return model.eval()
+
+
+def _all_batchnorm_eval(model, head):              # every BatchNorm in eval, the head's too
+    from torch import nn
+    _old_recipe(model, head)
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.eval()
+    return model
+
+
+def _only_2d(model, head):                         # BatchNorm2d in eval, a frozen BatchNorm1d left training
+    from torch import nn
+    _old_recipe(model, head)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.eval()
+    return model
+
+
+def _getattr(model, head):                         # a dotted name is not an attribute
+    model.requires_grad_(False)
+    getattr(model, head).requires_grad_(True)
+    return TR.freeze_batchnorm_stats(model)
+
+
+def _freeze_others_only(model, head):              # a head frozen before stays frozen
+    for n, p in model.named_parameters():
+        if not n.startswith(head + "."):
+            p.requires_grad_(False)
+    return TR.freeze_batchnorm_stats(model)
+
+
+def _train_at_the_end(model, head):                # undoes its own fix
+    _ref(model, head)
+    return model.train()
+
+
+def _children_only(model, head):                   # top-level children by name: no dotted names
+    model.requires_grad_(False)
+    dict(model.named_children())[head].requires_grad_(True)
+    return TR.freeze_batchnorm_stats(model)
+
+
+WRONG = [_old_recipe, _no_dot, _substring, _all_eval, _all_batchnorm_eval, _only_2d, _getattr, _freeze_others_only,
+         _train_at_the_end, _children_only]
+
+
+@pytest.mark.parametrize("fn", WRONG, ids=[f.__name__.strip("_") for f in WRONG])
+def test_freeze_all_but_refuses_wrong_answers(fn):
+    from helpers.core.checks import verify
+    ok, message = verify("07.freeze_all_but", fn)
+    assert not ok and "✅" not in message
+
+
+def test_augmentation_effect_takes_extra_transforms():
+    from torchvision.transforms import v2
+    rows = TR.augmentation_effect(per_class=1, steps=1, seeds=(0,), names=["erase"],
+                                  extra={"erase": v2.RandomErasing(p=1.0, scale=(0.02, 0.1))})
+    assert [r["augmentation"] for r in rows] == ["erase"] and 0 <= rows[0]["test_acc"] <= 1
+
+
+def test_plot_transformed_draws_every_output_to_the_same_scale():
+    import matplotlib
+    matplotlib.use("Agg")
+    images, _ = TR.augmentation_grid(n=1)
+    fig = TR.plot_transformed(images[0], TR.lecture_transforms())
+    renderer = fig.canvas.get_renderer()
+    scales = set()
+    for ax in fig.axes:
+        h, w = ax.images[0].get_array().shape[:2]
+        box = ax.get_window_extent(renderer)
+        scales |= {round(box.width / w, 3), round(box.height / h, 3)}
+    assert len(scales) == 1
+    titles = [ax.title.get_window_extent(renderer) for ax in fig.axes]
+    assert all(a.x1 <= b.x0 for a, b in zip(titles, titles[1:]))   # no title runs into the next

@@ -66,9 +66,14 @@ def transform_cost(transforms: dict[str, Callable], n: int = 500, seed: int = 0)
 
 
 def augmentation_effect(per_class: int = 10, steps: int = 300, seeds: Sequence[int] = (0, 1, 2),
-                        names: Sequence[str] | None = None, device: str | torch.device = "cpu") -> list[dict]:
-    """Test accuracy on all 10 digits, trained from scratch on ``device`` with ``per_class`` labels, per augmentation (07)."""
-    augs = augmentations()
+                        names: Sequence[str] | None = None, device: str | torch.device = "cpu",
+                        extra: dict[str, Callable] | None = None) -> list[dict]:
+    """Test accuracy on all 10 digits, trained from scratch on ``device`` with ``per_class`` labels, per augmentation (07).
+
+    ``names``: which of :func:`augmentations` (and of ``extra``, your own named transforms) to
+    measure; all of them by default.
+    """
+    augs = {**augmentations(), **(extra or {})}
     names = list(names or augs)
     test_loader = DataLoader(subset("test", range(10)), batch_size=512)
     rows = []

@@ -13,22 +13,29 @@ __all__ = ["plot_strategies", "plot_augmentation_grid", "plot_flip_per_class", "
 
 
 def plot_strategies(rows: list[dict], label: str = "") -> Figure | None:
-    """Test accuracy against labelled images per class, one line per mode; time per epoch (07)."""
-    fig, ax = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [3, 2]})
+    """Test accuracy against labelled images per class, one line per mode; time per epoch (07).
+
+    Modes whose accuracies coincide would hide each other's lines: each mode has its own marker
+    and line style, and the legend sits below the axes, clear of the data.
+    """
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 2]})
     shots = sorted({r["shots"] for r in rows})
-    for mode, name in MODES.items():
-        rs = [r for r in rows if r["mode"] == mode]
-        ax[0].plot([r["shots"] for r in rs], [r["test_acc"] for r in rs], "o-", label=name)
+    styles = ["o-", "s--", "^-.", "D:"]
+    for i, (mode, name) in enumerate(MODES.items()):
+        rs = sorted((r for r in rows if r["mode"] == mode), key=lambda r: r["shots"])
+        ax[0].plot([r["shots"] for r in rs], [r["test_acc"] for r in rs], styles[i % len(styles)], color=f"C{i}",
+                   label=name, markersize=7 - i, markerfacecolor="none" if i % 2 else f"C{i}")
     ax[0].set(xscale="log", xlabel="labelled images per class (digits 5–9)", ylabel="test accuracy",
               title="pretrained on digits 0–4, adapted to 5–9")
     ax[0].set_xticks(shots, [str(k) for k in shots])
     ax[0].xaxis.set_minor_locator(NullLocator())  # no 2×10¹-style labels between them
-    ax[0].legend(fontsize=7)
+    ax[0].legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax[0].grid(alpha=0.3)
     last = [r for r in rows if r["shots"] == shots[-1]]
-    ax[1].barh([MODES[r["mode"]] for r in last], [1e3 * r["sec_per_epoch"] for r in last], color=[f"C{i}" for i in range(len(last))])
-    ax[1].set(xlabel=f"ms per epoch ({shots[-1]} images per class)", title="fewer trainable parameters, faster epochs")
-    ax[1].tick_params(axis="y", labelsize=7)
+    ax[1].barh([MODES[r["mode"]] for r in last], [1e3 * r["sec_per_epoch"] for r in last],
+               color=[f"C{list(MODES).index(r['mode'])}" for r in last])
+    ax[1].set(xlabel=f"ms per epoch ({shots[-1]} images per class)", title="time per epoch")
+    ax[1].tick_params(axis="y", labelsize=9)
     ax[1].invert_yaxis()
     return finish(fig, label)
 
@@ -47,27 +54,41 @@ def plot_augmentation_grid(images: torch.Tensor, names: list[str]) -> Figure | N
     return finish(fig)
 
 
-def plot_flip_per_class(per_class: dict[int, tuple[float, float]]) -> Figure | None:
+def plot_flip_per_class(per_class: dict[int, tuple[float, float]], label: str = "") -> Figure | None:
     """Per digit: accuracy on normal vs mirrored test images (07)."""
-    fig, ax = plt.subplots(figsize=(7, 3))
+    fig, ax = plt.subplots(figsize=(8.5, 3))
     digits = list(per_class)
     ax.bar([d - 0.2 for d in digits], [per_class[d][0] for d in digits], 0.4, label="as they are")
     ax.bar([d + 0.2 for d in digits], [per_class[d][1] for d in digits], 0.4, label="mirrored left–right")
-    ax.set(xticks=digits, xlabel="digit", ylabel="test accuracy", title="a mirrored 2 is not a 2")
-    ax.legend(fontsize=8)
+    ax.set(xticks=digits, xlabel="digit", ylabel="test accuracy", ylim=(0, 1.02),
+           title="the same model on the test digits, as they are and mirrored")
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars, never on them
     ax.grid(alpha=0.3, axis="y")
-    return finish(fig)
+    return finish(fig, label)
 
 
-def plot_transformed(image: torch.Tensor, transforms: dict, seed: int = 0) -> Figure | None:
-    """One digit through each transform, drawn at its output size (pixels to scale) (07)."""
+def plot_transformed(image: torch.Tensor, transforms: dict, seed: int = 0, inch_per_pixel: float = 0.09) -> Figure | None:
+    """One digit through each transform, every output drawn to the same scale: ``inch_per_pixel`` (07).
+
+    Each panel is placed by hand at its output's size in pixels × ``inch_per_pixel`` (a grid of
+    equal-height axes would shrink the largest image to fit), in a slot wide enough for its title.
+    """
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
     torch.manual_seed(seed)
     outs = {"original": image, **{name: tf(image) for name, tf in transforms.items()}}
-    fig, axes = plt.subplots(1, len(outs), figsize=(1.6 * len(outs), 2.1),
-                             gridspec_kw={"width_ratios": [o.shape[-1] for o in outs.values()]})
-    for ax, (name, out) in zip(axes, outs.items()):
-        ax.imshow(out[0], cmap="gray_r", vmin=0, vmax=1)
-        ax.set_title(f"{name}\n{out.shape[-2]}×{out.shape[-1]}", fontsize=7)
+    slot = max(1.6, max(o.shape[-1] for o in outs.values()) * inch_per_pixel + 0.2)
+    tallest = max(o.shape[-2] for o in outs.values()) * inch_per_pixel
+    top, bottom = 0.62, 0.08  # room for two lines of title above the tallest panel
+    width, height = slot * len(outs), tallest + top + bottom
+    fig = plt.figure(figsize=(width, height))
+    fig.set_layout_engine(PlaceHolderLayoutEngine(adjust_compatible=False, colorbar_gridspec=False))  # no re-layout
+    for i, (name, out) in enumerate(outs.items()):
+        w, h = out.shape[-1] * inch_per_pixel, out.shape[-2] * inch_per_pixel
+        ax = fig.add_axes(((i * slot + (slot - w) / 2) / width, bottom / height, w / width, h / height))
+        ax.imshow(out[0].numpy(), cmap="gray_r", vmin=0, vmax=1, aspect="equal")
+        title = "\n".join(name.split(" → "))  # a chain on two lines, each step on its own
+        ax.set_title(f"{title}\n{out.shape[-2]}×{out.shape[-1]}", fontsize=8)
         ax.set_xticks([])
         ax.set_yticks([])
     return finish(fig)

@@ -2,7 +2,8 @@
 
 The offline "pretrained" backbone is real: the course CNN trained on digits 0–4 (the source
 task), saved as a ``state_dict`` checkpoint; the target task is digits 5–9 with few labels.
-Where a network is available, :func:`imagenet_backbone` loads a torchvision ImageNet model.
+:func:`freeze_batchnorm_stats` is the step a model with BatchNorm layers (a torchvision ResNet)
+needs besides ``requires_grad_(False)``: frozen BatchNorm layers in evaluation mode.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from ..core.models import DigitsCNN
 from ..core.train import train
 
 __all__ = ["SOURCE", "TARGET", "subset", "pretrain_backbone", "load_pretrained", "MODES", "make_target_model",
-           "frozen_state", "imagenet_backbone", "augmentations", "lecture_transforms", "Augmented"]
+           "frozen_state", "freeze_batchnorm_stats", "augmentations", "lecture_transforms", "Augmented"]
 
 
 SOURCE = (0, 1, 2, 3, 4)  # the source task: the backbone is pretrained on these digits
@@ -113,19 +114,34 @@ def make_target_model(pretrained: nn.Module | None, mode: str, num_classes: int 
 
 
 def frozen_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Copies of every parameter that does not train, to compare after training (07)."""
-    return {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    """Copies of every tensor training must not change, by ``state_dict`` name, to compare after training (07).
+
+    Every parameter that does not train, and every buffer of a module none of whose own
+    parameters train (a frozen BatchNorm layer's ``running_mean``, ``running_var`` and
+    ``num_batches_tracked``): ``requires_grad_(False)`` does not stop a BatchNorm layer in
+    training mode from updating those. A buffer of a module without parameters of its own
+    (a BatchNorm layer with ``affine=False``) counts as frozen.
+    """
+    state = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    for prefix, module in model.named_modules():
+        if not any(p.requires_grad for p in module.parameters(recurse=False)):
+            for n, b in module.named_buffers(prefix=prefix, recurse=False):
+                state[n] = b.detach().clone()
+    return state
 
 
-def imagenet_backbone() -> tuple[nn.Module | None, str]:
-    """torchvision's ResNet-18 with ImageNet weights, or ``None`` and why (no network, no cache) (07)."""
-    import torchvision
+def freeze_batchnorm_stats(model: nn.Module) -> nn.Module:
+    """Put every BatchNorm layer whose parameters are all frozen in evaluation mode; return ``model`` (07).
 
-    try:
-        weights = torchvision.models.ResNet18_Weights.DEFAULT
-        return torchvision.models.resnet18(weights=weights), f"ResNet-18, {weights}"
-    except Exception as e:  # no network (URLError), a proxy, a full disk: say it, do not fake it
-        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+    In training mode a BatchNorm layer normalises with the batch's statistics and updates its
+    running mean and variance from them, whether its weights train or not (``nn.BatchNorm2d``'s
+    docstring); in evaluation mode it uses the stored ones and changes nothing. ``model.train()``
+    sets every layer to training mode again, so call this after it, every time.
+    """
+    for module in model.modules():
+        if isinstance(module, nn.modules.batchnorm._BatchNorm) and not any(p.requires_grad for p in module.parameters()):
+            module.eval()
+    return model
 
 
 def augmentations(p_flip: float = 0.5) -> dict[str, Callable]:
