@@ -67,3 +67,29 @@ def test_read_wandb_run_needs_a_run_folder(tmp_path):
 def test_check_tensorboard_fails_loudly_when_nothing_listens():
     with pytest.raises(RuntimeError, match="did not answer"):
         MO.check_tensorboard(MO.free_port(), timeout=1)
+
+
+def test_read_back_decodes_audio_and_the_custom_scalars_layout(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(tmp_path)) as w:
+        w.add_scalar("loss/train", 1.0, 1)
+        w.add_audio("tone", torch.zeros(1, 1600), 2, sample_rate=16000)
+        w.add_custom_scalars({"cat": {"both": ["Multiline", ["loss/train", "loss/val"]],
+                                      "band": ["Margin", ["loss/train", "lo", "hi"]]}})
+    run = MO.read_back(tmp_path)["runs"]["."]
+    assert run["audio"] == {"tone": [(16000.0, 1600)]}
+    assert run["custom_scalars"] == {"cat": {"both": ["loss/train", "loss/val"], "band": ["loss/train", "lo", "hi"]}}
+    assert "1 audio tags" in MO.summarize_read_back({"runs": {".": run}, "embeddings": []})
+
+
+def test_ops_table_rows_fit_a_notebook_and_hold_the_profilers_numbers(tmp_path):
+    loaders = make_loaders(64)
+    prof = MO.profile_training(MLP(), loaders["train"], tmp_path / "trace.json", steps=4)
+    averages = prof.key_averages()
+    for shapes, events in ((False, averages), (True, prof.key_averages(group_by_input_shape=True))):
+        text = MO.ops_table(events, rows=6, shapes=shapes)
+        assert max(len(line) for line in text.splitlines()) <= 110, text
+    top = max(averages, key=lambda e: e.self_cpu_time_total)
+    first = MO.ops_table(averages, rows=1).splitlines()[2]
+    assert first.startswith(top.key[:20]) and f"{top.self_cpu_time_total / 1000:.3f}" in first and f" {top.count} " in first

@@ -1,6 +1,13 @@
-"""TensorBoard's server from a notebook: the right binary, a free port, a check it answers, a clean stop (05)."""
+"""TensorBoard's server from a notebook: the right binary, a free port, a check it answers, a clean stop (05).
+
+A server the notebook starts keeps serving until the kernel ends (the student is sent to its
+tabs after Run All): it is ended then, by ``atexit`` when the kernel shuts down and, on Linux, by
+the operating system when the kernel is killed (``PR_SET_PDEATHSIG``). A rerun of the cell ends
+the server the same kernel started for the same folder before it starts a new one.
+"""
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -14,7 +21,8 @@ from typing import Any
 
 from ..core.files import private_folder
 
-__all__ = ["tensorboard_binary", "free_port", "running_tensorboards", "check_tensorboard", "stop_tensorboards"]
+__all__ = ["tensorboard_binary", "free_port", "board_port", "running_tensorboards", "check_tensorboard",
+           "stop_tensorboards", "stop_own_tensorboards"]
 
 
 _WRAPPER = """#!{python}
@@ -32,6 +40,7 @@ os.execv({target!r}, [{target!r}] + sys.argv[1:])
 """
 _PARENT_ENV = "BEYOND_ONE_GPU_TENSORBOARD_PARENT"
 _MARK = "bog-tensorboard-"
+_ENDED_AT_EXIT: list[bool] = []  # whether stop_own_tensorboards is registered with atexit in this process
 
 
 def tensorboard_binary() -> str:
@@ -41,7 +50,12 @@ def tensorboard_binary() -> str:
     kernel was killed (a crash, the OOM killer): it kept serving, and holding its port. On Linux
     the binary given to the magic is a small wrapper that has the operating system send the server
     SIGTERM when the kernel dies (``PR_SET_PDEATHSIG``), then becomes the real ``tensorboard``.
+    On every system, the servers this kernel started are also ended when it shuts down
+    (:func:`stop_own_tensorboards`, registered with ``atexit``).
     """
+    if not _ENDED_AT_EXIT:
+        atexit.register(stop_own_tensorboards)
+        _ENDED_AT_EXIT.append(True)
     exe = Path(sys.executable).parent / "tensorboard"
     target = str(exe) if exe.exists() else shutil.which(os.environ.get("TENSORBOARD_BINARY", "tensorboard"))
     if target and sys.platform.startswith("linux") and _MARK not in target:
@@ -67,6 +81,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def board_port(logdir: str | Path) -> int:
+    """A port for a new board of ``logdir``: ends the one this process started for it before, if any (05).
+
+    Run All again (or the cell run twice) then leaves one server for the folder, not one per run.
+    Servers other processes started are left alone.
+    """
+    stop_own_tensorboards(logdir)
+    return free_port()
 
 
 def running_tensorboards(logdir: str | Path | None = None) -> list:
@@ -136,5 +160,37 @@ def stop_tensorboards(logdir: str | Path | None = None) -> int:
         except psutil.TimeoutExpired:
             p.kill()
         _forget(info)
+        n += 1
+    return n
+
+
+def stop_own_tensorboards(logdir: str | Path | None = None) -> int:
+    """End the TensorBoard servers this process started (only those serving ``logdir``, if given); return how many (05).
+
+    The servers are this process's children running ``tensorboard``; ``%tensorboard`` starts them
+    so. Registered with ``atexit`` by :func:`tensorboard_binary`, so a kernel that shuts down ends
+    its boards.
+    """
+    import psutil
+
+    infos = {i.pid: i for i in running_tensorboards(logdir)}
+    n = 0
+    for child in psutil.Process().children():
+        try:
+            is_board = "tensorboard" in " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+        if not is_board or (logdir is not None and child.pid not in infos):
+            continue
+        child.terminate()
+        try:
+            child.wait(5)
+        except psutil.TimeoutExpired:
+            child.kill()
+            child.wait(5)
+        except psutil.NoSuchProcess:
+            pass
+        if child.pid in infos:
+            _forget(infos[child.pid])
         n += 1
     return n

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..core.logger import _wandb_chunks, wandb_file_complete
 
-__all__ = ["read_back", "summarize_read_back", "read_wandb_run"]
+__all__ = ["read_back", "summarize_read_back", "read_wandb_run", "ops_table"]
 
 
 def read_back(log_dir: str | Path) -> dict:
@@ -22,12 +22,14 @@ def read_back(log_dir: str | Path) -> dict:
     log_dir = Path(log_dir)
     runs = {}
     for folder in sorted({p.parent for p in log_dir.rglob("events.out.tfevents.*")}):
-        ea = EventAccumulator(str(folder), size_guidance={"scalars": 0, "histograms": 0, "images": 0, "tensors": 0})
+        ea = EventAccumulator(str(folder), size_guidance={"scalars": 0, "histograms": 0, "images": 0, "audio": 0,
+                                                          "tensors": 0})
         ea.Reload()
         tags = ea.Tags()
         run = {"scalars": {t: [(e.step, e.value) for e in ea.Scalars(t)] for t in tags["scalars"]},
                "histograms": {t: len(ea.Histograms(t)) for t in tags["histograms"]},
                "images": {t: len(ea.Images(t)) for t in tags["images"]},
+               "audio": {t: [(a.sample_rate, a.length_frames) for a in ea.Audio(t)] for t in tags["audio"]},
                "tensors": {t: len(ea.Tensors(t)) for t in tags["tensors"]},
                "graph": tags["graph"]}
         run.update(_plugins_and_hparams(folder))
@@ -44,13 +46,20 @@ def read_back(log_dir: str | Path) -> dict:
 
 
 def _plugins_and_hparams(folder: Path) -> dict:
-    """Active plugins of a run, and its hparams/metrics decoded from the hparams plugin's own protos."""
+    """Active plugins of a run, its hparams/metrics and custom-scalar layout, decoded from the plugins' own protos."""
     from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
     from tensorboard.plugins.hparams import plugin_data_pb2
 
     ea = EventAccumulator(str(folder), size_guidance={"tensors": 0})
     ea.Reload()
-    out: dict = {"plugins": sorted(ea.ActivePlugins()), "hparams": {}, "hparam_metrics": []}
+    out: dict = {"plugins": sorted(ea.ActivePlugins()), "hparams": {}, "hparam_metrics": [], "custom_scalars": {}}
+    if "custom_scalars" in out["plugins"]:
+        from tensorboard.plugins.custom_scalar import layout_pb2, metadata
+        from tensorboard.util import tensor_util
+
+        for event in ea.Tensors(metadata.CONFIG_SUMMARY_TAG):
+            layout = layout_pb2.Layout.FromString(tensor_util.make_ndarray(event.tensor_proto).item())
+            out["custom_scalars"] = {c.title: {ch.title: _chart_tags(ch) for ch in c.chart} for c in layout.category}
     if "hparams" in out["plugins"]:
         for content in ea.PluginTagToContent("hparams").values():
             pd = plugin_data_pb2.HParamsPluginData.FromString(content)
@@ -62,13 +71,21 @@ def _plugins_and_hparams(folder: Path) -> dict:
     return out
 
 
+def _chart_tags(chart) -> list[str]:
+    """The scalar tags a custom-scalars chart draws: a multiline chart's tags, or a margin chart's value, lower, upper."""
+    if chart.HasField("multiline"):
+        return list(chart.multiline.tag)
+    return [tag for s in chart.margin.series for tag in (s.value, s.lower, s.upper)]
+
+
 def summarize_read_back(back: dict) -> str:
     """A per-run table of what TensorBoard found (05)."""
     lines = []
     for name, r in back["runs"].items():
         parts = [f"{len(r['scalars'])} scalar tags", f"{len(r['histograms'])} histogram tags",
-                 f"{len(r['images'])} image tags", f"{len(r['tensors'])} tensor tags", f"graph: {r['graph']}"]
-        lines.append(f"run {name!r}: " + ", ".join(parts) + f"; plugins {r['plugins']}")
+                 f"{len(r['images'])} image tags", f"{len(r['audio'])} audio tags", f"graph: {r['graph']}"]
+        lines.append(f"run {name!r}: " + ", ".join(parts))
+        lines.append(f"    plugins {', '.join(r['plugins'])}")
     for e in back["embeddings"]:
         lines.append(f"embedding {e['tag']!r}: {e['points']} points × {e['dims']} dims, sprite {e['sprite']}, "
                      f"labels {e['metadata']}")
@@ -104,3 +121,40 @@ def read_wandb_run(run_dir: str | Path, timeout: float = 30.0) -> dict:
             for u in rec.config.update:
                 config[u.key] = json.loads(u.value_json)
     return {"history": history, "config": config, "records": kinds, "complete": complete}
+
+
+def ops_table(averages, sort_by: str = "self_cpu_time_total", rows: int = 8, shapes: bool = False) -> str:
+    """The profiler's top operators, in columns narrow enough not to wrap (about 100 characters) (05).
+
+    ``averages`` is ``prof.key_averages()`` (with ``group_by_input_shape=True`` for ``shapes``).
+    The columns are the event fields of ``FunctionEventAvg``: self and total CPU time, calls, and
+    the self CUDA time when a GPU was profiled, or the self CPU memory (``profile_memory``).
+    """
+    events = sorted(averages, key=lambda e: getattr(e, sort_by), reverse=True)[:rows]
+    total = sum(e.self_cpu_time_total for e in averages) or 1
+    gpu = any(getattr(e, "self_device_time_total", 0) for e in averages)
+    name_w = 26 if shapes else 44
+    head = f"{'operator':<{name_w}}" + (f" {'input shapes (non-empty)':<30}" if shapes else "")
+    head += f" {'self CPU':>9} {'%':>5} {'CPU total':>10} {'calls':>5}"
+    head += f" {'self CUDA':>10}" if gpu else f" {'self mem':>9}"
+    lines = [head, "-" * len(head)]
+    for e in events:
+        name = e.key if len(e.key) <= name_w else e.key[:name_w - 1] + "…"
+        row = f"{name:<{name_w}}"
+        if shapes:
+            text = ", ".join("×".join(map(str, shape)) for shape in e.input_shapes if shape) or "-"
+            row += f" {text if len(text) <= 30 else text[:29] + '…':<30}"
+        row += f" {_ms(e.self_cpu_time_total):>9} {100 * e.self_cpu_time_total / total:>4.1f}%"
+        row += f" {_ms(e.cpu_time_total):>10} {e.count:>5}"
+        row += f" {_ms(e.self_device_time_total):>10}" if gpu else f" {_kib(e.self_cpu_memory_usage):>9}"
+        lines.append(row)
+    units = "times in ms" if gpu else "times in ms, memory in KiB (negative: freed more than allocated)"
+    return "\n".join(lines + ["-" * len(head), f"self CPU total {_ms(total)} ms; {units}"])
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:.3f}"
+
+
+def _kib(b: float) -> str:
+    return f"{b / 1024:.1f}"

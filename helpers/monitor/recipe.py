@@ -16,12 +16,13 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from ..core.bars import progress as tqdm  # tqdm.auto's bar; in Jupyter its saved output is the final state
+from ..core.bars import progress  # tqdm.auto.tqdm, same arguments; in Jupyter its saved output is the final state
 from ..core.device import model_device
 from ..core.files import OwnedFolder
 from ..core.train import evaluate, train_one_epoch
 
-__all__ = ["train_with_bars", "write_all_summaries", "profile_training"]
+__all__ = ["train_with_bars", "log_epoch_summaries", "log_predictions", "log_other_summaries", "write_all_summaries",
+           "bar_chars_worker", "profile_training"]
 
 # what write_all_summaries writes, and so all it may remove on a rerun: event files (its own run, and the
 # sub-runs add_scalars and add_hparams make), the projector's config and the embedding's folder
@@ -33,15 +34,16 @@ def train_with_bars(model: nn.Module, train_loader: DataLoader, val_loader: Data
                     lr: float = 3e-3, rank: int = 0) -> list[dict]:
     """Nested tqdm bars: one over epochs, one over batches, live description and postfix (05).
 
+    ``progress`` is ``tqdm.auto.tqdm``, called with the same arguments (:mod:`helpers.core.bars`).
     Only rank 0 draws (``disable=rank != 0``), so N processes do not print N bars. Batches go to
     the device the model is on.
     """
     device = model_device(model)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     history = []
-    epochs_bar = tqdm(range(epochs), desc="epochs", disable=rank != 0, unit="epoch")
+    epochs_bar = progress(range(epochs), desc="epochs", disable=rank != 0, unit="epoch")
     for epoch in epochs_bar:
-        batches = tqdm(train_loader, desc=f"epoch {epoch + 1}", leave=False, disable=rank != 0, unit="batch")
+        batches = progress(train_loader, desc=f"epoch {epoch + 1}", leave=False, disable=rank != 0, unit="batch")
         for x, y in batches:
             x, y = x.to(device), y.to(device)
             loss = nn.functional.cross_entropy(model(x), y)
@@ -57,11 +59,13 @@ def train_with_bars(model: nn.Module, train_loader: DataLoader, val_loader: Data
 
 def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str, DataLoader], epochs: int = 3,
                         lr: float = 3e-3) -> dict:
-    """One short training run that writes every TensorBoard summary type; returns what it wrote (05).
+    """One short training run that writes every TensorBoard summary type but video; returns what it wrote (05).
 
     Scalars (``add_scalar`` and ``add_scalars``), weight and gradient histograms, an image grid of
-    predictions, a matplotlib figure, the graph, an embedding with sprites, hparams, a PR curve
-    and a mesh. ``log_dir`` must be new or empty, or written by an earlier call: a rerun replaces
+    predictions with their labels as text, a matplotlib figure, a PR curve, an embedding with
+    sprites, the graph, a mesh, a sound, a custom-scalars layout and hparams (the recipe:
+    :func:`log_epoch_summaries`, :func:`log_predictions`, :func:`log_other_summaries`). Not video:
+    ``add_video`` needs ``moviepy``, which the course does not install. ``log_dir`` must be new or empty, or written by an earlier call: a rerun replaces
     only the files this function wrote (:class:`helpers.files.OwnedFolder`).
     """
     folder = OwnedFolder(log_dir, "write_all_summaries", writes=_SUMMARY_FILES)
@@ -75,10 +79,52 @@ def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str
     return out
 
 
-def _write_all(log_dir: Path, model: nn.Module, loaders: dict[str, DataLoader], epochs: int, lr: float) -> dict:
-    """The body of :func:`write_all_summaries`, into a claimed folder."""
+def log_epoch_summaries(w: Any, model: nn.Module, epoch: int, train_loss: float, val: dict) -> None:
+    """What a SummaryWriter ``w`` logs every epoch: scalars, one chart of two runs, histograms (05)."""
+    w.add_scalar("loss/train", train_loss, epoch)
+    w.add_scalar("loss/val", val["loss"], epoch)
+    w.add_scalar("acc/val", val["acc"], epoch)
+    w.add_scalars("loss", {"train": train_loss, "val": val["loss"]}, epoch)  # writes one sub-run per key
+    for name, p in model.named_parameters():
+        w.add_histogram(f"weights/{name}", p, epoch)
+        w.add_histogram(f"grads/{name}", p.grad, epoch)
+
+
+def log_predictions(w: Any, model: nn.Module, x: torch.Tensor, y: torch.Tensor, step: int) -> None:
+    """Logged once, after training: what the model sees and predicts on the images ``x`` with labels ``y`` (05)."""
     import matplotlib.pyplot as plt
     import torchvision
+
+    model.eval()
+    with torch.no_grad():
+        probs, features = model(x).softmax(1).cpu(), model.features(x).cpu()
+    x, y, pred = x.cpu(), y.cpu(), probs.argmax(1)
+    w.add_image("predictions", torchvision.utils.make_grid(x[:32], nrow=8, normalize=True, pad_value=1), step)
+    w.add_text("predictions/labels", " ".join(f"{int(a)}→{int(b)}" for a, b in zip(y[:32], pred[:32])), step)
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.bar(range(10), torch.bincount(pred, minlength=10).tolist())
+    ax.set(title="predicted classes", xlabel="digit")
+    w.add_figure("figures/predicted_classes", fig, step)  # closes the figure
+    w.add_pr_curve("pr/digit_3", (y == 3).int(), probs[:, 3], step)
+    w.add_embedding(features[:100], metadata=y[:100].tolist(), label_img=x[:100], global_step=step, tag="features")
+
+
+def log_other_summaries(w: Any, model: nn.Module, x: torch.Tensor, step: int, hparams: dict, metrics: dict) -> None:
+    """Logged once: the graph, a mesh, a sound, a custom chart layout, and the run's hparams with its metrics (05)."""
+    with warnings.catch_warnings():  # add_graph traces with torch.jit, which warns that it is deprecated
+        warnings.simplefilter("ignore", FutureWarning)
+        w.add_graph(model, x[:4])
+    verts = torch.tensor([[[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]])
+    faces = torch.tensor([[[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]]])
+    w.add_mesh("mesh/tetrahedron", vertices=verts, faces=faces, global_step=step)
+    t = torch.arange(4000) / 8000                                  # half a second at 8,000 samples/s
+    w.add_audio("audio/a440", torch.sin(2 * torch.pi * 440 * t).unsqueeze(0), step, sample_rate=8000)
+    w.add_custom_scalars({"losses": {"train and val": ["Multiline", ["loss/train", "loss/val"]]}})
+    w.add_hparams(hparams, metrics, run_name="hparams")            # writes a sub-run
+
+
+def _write_all(log_dir: Path, model: nn.Module, loaders: dict[str, DataLoader], epochs: int, lr: float) -> dict:
+    """The body of :func:`write_all_summaries`, into a claimed folder: training, then the recipe's loggers."""
     from torch.utils.tensorboard import SummaryWriter
 
     w = SummaryWriter(str(log_dir))
@@ -90,39 +136,44 @@ def _write_all(log_dir: Path, model: nn.Module, loaders: dict[str, DataLoader], 
     for epoch in range(1, epochs + 1):
         tr = train_one_epoch(model, loaders["train"], opt)
         val = evaluate(model, loaders["val"])
-        w.add_scalar("loss/train", tr["loss"], epoch)
-        w.add_scalar("loss/val", val["loss"], epoch)
-        w.add_scalar("acc/val", val["acc"], epoch)
-        w.add_scalars("loss", {"train": tr["loss"], "val": val["loss"]}, epoch)  # writes one sub-run per key
-        for n, p in model.named_parameters():
-            w.add_histogram(f"weights/{n}", p, epoch)
-            w.add_histogram(f"grads/{n}", p.grad, epoch)
-    model.eval()
-    with torch.no_grad():
-        logits = model(x_val)
-        features = model.features(x_val)
-    pred, logits, features, x_val, y_val = (t.cpu() for t in (logits.argmax(1), logits, features, x_val, y_val))
-    w.add_image("predictions", torchvision.utils.make_grid(x_val[:32], nrow=8, normalize=True, pad_value=1), epochs)
-    w.add_text("predictions/labels", " ".join(f"{int(a)}→{int(b)}" for a, b in zip(y_val[:32], pred[:32])), epochs)
-    fig, ax = plt.subplots(figsize=(3, 2))
-    ax.bar(range(10), torch.bincount(pred, minlength=10).tolist())
-    ax.set(title="predicted classes", xlabel="digit")
-    w.add_figure("figures/predicted_classes", fig, epochs)  # closes the figure
-    with warnings.catch_warnings():  # add_graph traces with torch.jit, which warns that it is deprecated
-        warnings.simplefilter("ignore", FutureWarning)
-        w.add_graph(model, x_val[:4].to(device))
-    w.add_embedding(features[:100], metadata=y_val[:100].tolist(), label_img=x_val[:100], global_step=epochs,
-                    tag="features")
-    probs = logits.softmax(1)
-    w.add_pr_curve("pr/digit_3", (y_val == 3).int(), probs[:, 3], epochs)
-    verts = torch.tensor([[[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]])
-    faces = torch.tensor([[[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3]]])
-    w.add_mesh("mesh/tetrahedron", vertices=verts, faces=faces, global_step=epochs)
+        log_epoch_summaries(w, model, epoch, tr["loss"], val)
+    log_predictions(w, model, x_val, y_val, epochs)
     hparams = {"lr": lr, "epochs": epochs, "model": type(model).__name__}
-    w.add_hparams(hparams, {"hparam/val_acc": val["acc"]}, run_name="hparams")  # writes a sub-run
+    log_other_summaries(w, model, x_val, epochs, hparams, {"hparam/val_acc": val["acc"]})
     w.close()
     return {"epochs": epochs, "last": {"loss/val": val["loss"], "acc/val": val["acc"]}, "hist_tags": hist_tags,
-            "hparams": hparams, "embedding_points": 100}
+            "hparams": hparams, "embedding_points": 100, "audio": {"audio/a440": (8000, 4000)},
+            "custom_scalars": {"losses": {"train and val": ["loss/train", "loss/val"]}}}
+
+
+class _Counted:
+    """A stream that passes every write on to ``stream`` and counts the characters written."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream, self.chars = stream, 0
+
+    def write(self, text: str) -> int:
+        self.chars += len(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def bar_chars_worker(rank: int, world_size: int, steps: int = 20) -> int:
+    """Each rank loops under a tqdm bar with ``disable=rank != 0``; returns how many characters its bar wrote (05).
+
+    The count is of what reached the stream (stderr, relayed to the notebook), so it shows which
+    ranks drew, not which ranks were asked to.
+    """
+    import time
+
+    from tqdm.auto import tqdm
+
+    out = _Counted(sys.stderr)
+    for _ in tqdm(range(steps), desc=f"rank {rank}", disable=rank != 0, file=out):
+        time.sleep(0.01)
+    return out.chars
 
 
 @contextlib.contextmanager
@@ -149,7 +200,7 @@ def _native_output_silenced() -> Iterator[None]:
 
 
 def profile_training(model: nn.Module, loader: DataLoader, trace_path: str | Path, steps: int = 6) -> Any:
-    """Profile training steps with a wait/warmup/active schedule; write a Chrome/Perfetto trace (05)."""
+    """Profile ``steps`` training steps with a wait/warmup/active schedule, one cycle; write a Chrome/Perfetto trace (05)."""
     from torch.profiler import ProfilerActivity, profile, schedule
 
     os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # keep the profiler's own C++ log to errors that matter
@@ -158,7 +209,7 @@ def profile_training(model: nn.Module, loader: DataLoader, trace_path: str | Pat
     device = model_device(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with _native_output_silenced(), profile(
-            activities=activities, schedule=schedule(wait=1, warmup=1, active=steps - 2), record_shapes=True,
+            activities=activities, schedule=schedule(wait=1, warmup=1, active=steps - 2, repeat=1), record_shapes=True,
             profile_memory=True, on_trace_ready=lambda p: p.export_chrome_trace(str(trace_path))) as prof:
         for i, (x, y) in enumerate(loader):
             if i == steps:
