@@ -54,7 +54,7 @@ def _freeze_behaviour(fn: Callable) -> str | None:
     import torch
 
     for what, model, head in _freeze_cases():
-        model.train()  # what every training loop does at the start of an epoch
+        model.train()  # what a training loop does at the start of an epoch
         before = {n: t.detach().clone() for n, t in model.state_dict().items()}
         buffers = {n for n, _ in model.named_buffers()}
         fn(model, head)
