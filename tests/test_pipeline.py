@@ -55,12 +55,43 @@ def test_verdicts_on_piece_costs_and_messages_respect_the_spread():
     assert "1 KiB took longer than 2 KiB here: outside the spread" in text   # 5–6 ms against 1–4 ms
 
 
+def test_timing_rounds_interleave_and_rotate_after_a_warm_up_round():
+    rounds = P.rotated_rounds(["a", "b", "c"], 4)
+    assert len(rounds) == 5 and all(sorted(r) == ["a", "b", "c"] for r in rounds)   # round 0 (untimed) + 4 timed
+    assert [r[0] for r in rounds] == ["a", "b", "c", "a", "b"]                        # no item always first
+    assert P.rotated_rounds([1], 2) == [[1], [1], [1]]
+
+
+def test_library_rows_above_the_bound_are_flagged_and_backward_waits_apportioned():
+    def lib(schedule, m, med, rounds):
+        return {"schedule": schedule, "microbatches": m, "step_s": med, "step_rounds": rounds,
+                "step_range": (min(rounds), max(rounds)), "ideal_speedup": P.ideal_speedup(m),
+                "speedup": 1.0 / med, "efficiency": 1.0 / med / P.ideal_speedup(m)}
+    rows = [lib("gpipe", 1, 1.0, [0.98, 1.0, 1.02]), lib("gpipe", 2, 0.76, [0.74, 0.76, 0.78]),
+            lib("1f1b", 2, 0.55, [0.54, 0.55, 0.56]), lib("1f1b", 4, 0.63, [0.62, 0.63, 0.64])]
+    text = P.beyond_bound_lines(rows)
+    assert "library gpipe m = 2" not in text                     # 1.32× < 1.33×: at or under the bound, not listed
+    assert "library 1f1b m = 2: efficiency 1.36 > 1" in text and "above 1 even then, so the bound's assumption failed" in text
+    assert "library 1f1b m = 4" not in text                      # 1.59× against 1.6×
+    rows[3] = lib("1f1b", 4, 0.615, [0.6, 0.615, 0.63])          # 1.63×: 1.02 > 1, but 1.00 against m = 1's fastest round
+    assert "library 1f1b m = 4: efficiency 1.02 > 1" in P.beyond_bound_lines(rows) and "no clear win" in P.beyond_bound_lines(rows)
+    with pytest.raises(ValueError):
+        P.beyond_bound_lines(rows[1:])
+    # stage 0 idles 300 ms between 3 backwards; stage 1's pieces 150 ms against 100 ms: 2 × 50 ms = 100 ms of it, a third
+    ev = [(0, "B", 0, 0.0, 0.1), (0, "B", 1, 0.25, 0.35), (0, "B", 2, 0.5, 0.6), (1, "B", 0, 0.0, 0.15), (1, "B", 1, 0.2, 0.35)]
+    line = P.backward_wait_line({"microbatches": 3, "events": ev})
+    assert "sat idle 300 ms" in line and "2 × 50.0 = 100 ms, 33% of the idle time; the rest (200 ms" in line
+    ev[3:] = [(1, "B", 0, 0.0, 0.05)]
+    assert "do not account for it" in P.backward_wait_line({"microbatches": 3, "events": ev})
+
+
 def test_library_schedules_equal_the_unsplit_model():
     rows = P.run_library(ms=(2, 4), width=32, depth=1, batch=64, repeats=1)
     for r in rows:
         assert r["grad_max_abs_diff"] < 1e-6 and r["loss_diff"] < 1e-5
     peaks = {(r["schedule"], r["microbatches"]): r["peak_live"][0] for r in rows}
     assert peaks[("gpipe", 4)] == 4 and peaks[("1f1b", 4)] == 2
+    assert all(len(r["step_rounds"]) == 1 for r in rows)
 
 
 def test_a_stage_that_raises_ends_every_process():
@@ -229,8 +260,22 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     naive = row(1, 1.0, [0.9, 1.0, 1.1], 0.2, 0.25, msg=0.01)
     # m = 4: ideal step 1.0 / 1.6 = 0.625 s, measured 1.0 s; pieces 2× m = 1's explain 0.625 of the 0.375 s gap
     text = P.gap_lines([naive, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
-    assert "stage 0: F ×2.00, B ×2.00" in text and "both stages ×2.00" in text and "gap to the latter +375 ms" in text
+    assert "stage 0: F ×2.00, B ×2.00" in text and "all four together ×2.00" in text and "gap to the latter +375 ms" in text
     assert "slower pieces explain 167% of the gap (more than all of it" in text and "messages 11% if they took inside the step what they took alone" in text
+    # the parts vary against each other from round to round: each part's median is ×1.20, every round's sum only ×1.15;
+    # the combined figure is the parts' medians summed (×1.20), never outside the four ratios it stands beside
+    uneven = row(4, 1.0, [1.0, 1.0, 1.0], 0.2, 0.25)
+    uneven["compute_rounds"] = [[{"F": 1.0, "B": 1.2}, {"F": 1.2, "B": 1.0}, {"F": 1.2, "B": 1.2}],
+                                [{"F": 1.2, "B": 1.2}, {"F": 1.2, "B": 1.2}, {"F": 1.0, "B": 1.2}]]
+    flat = dict(naive, compute_rounds=[[{"F": 1.0, "B": 1.0}] * 3] * 2)
+    text = P.gap_lines([flat, uneven])
+    assert "stage 0: F ×1.20, B ×1.20; stage 1: F ×1.20, B ×1.20; all four together ×1.20" in text
+    # pieces (×1.20 of a 0.625 s bound step: 0.125 s) and messages timed alone (8 × 0.04 = 0.32 s) exceed the 0.375 s
+    # gap: their sum is printed and they are not called shares that "cover the gap"
+    uneven["message_s"] = [0.04]
+    text = P.gap_lines([flat, uneven])
+    assert "the two add up to 119% of the gap, more than all of it: they are estimates, not shares" in text
+    assert "together they cover" not in text and "the rest" not in text
     text = P.gap_lines([naive, row(4, 0.8, [0.79, 0.8, 0.81], 0.22, 0.275)])   # ×1.10: 0.0625 of a 0.175 s gap
     assert "explain 36% of the gap, messages not timed" in text and "the rest, 64%, this run does not separate" in text
     # efficiency 1.02 > 1 against the median, but 0.92–1.12 against m = 1's rounds: no clear win

@@ -12,17 +12,23 @@ from typing import Sequence
 
 import torch
 import torch.distributed as dist
-from torch import nn
 
 from ..core.measure import torch_threads
 from ..dist.launcher import launch
 from ..dist.ranks import agree, local_device
-from .recipe import _check_split, build_schedule, gpipe_step, make_stages, schedule_step, synthetic_batch
+from .recipe import _check_split, gpipe_step, make_stages, synthetic_batch
 
-__all__ = ["gpipe_worker", "ping_pong_rounds", "busy_share", "busy_overlap", "ideal_speedup", "bubble_fraction", "run_gpipe", "stage_cost",
-           "LiveCounter", "library_worker", "reference_gradients",
-           "run_library"]
+__all__ = ["rotated_rounds", "gpipe_worker", "ping_pong_rounds", "busy_share", "busy_overlap", "ideal_speedup",
+           "bubble_fraction", "run_gpipe", "stage_cost"]
 
+
+
+def rotated_rounds(items: Sequence, repeats: int) -> list[list]:
+    """The order of a timing run (01): round 0, untimed, takes every item once; then ``repeats`` timed rounds, each
+    taking every item once in an order rotated by one from round to round, so that whatever else the machine does
+    (and whatever the first or last place in a round costs) falls on all items alike."""
+    items = list(items)
+    return [items[r % len(items):] + items[:r % len(items)] for r in range(repeats + 1)]
 
 
 def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int, ms: Sequence[int],
@@ -47,8 +53,8 @@ def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int,
         _check_split(batch, m)
     times: dict[int, list[float]] = {m: [] for m in ms}
     rounds_events: dict[int, list[list]] = {m: [] for m in ms}
-    for r in range(repeats + 1):  # round 0 warms up; each round takes every m, in an order rotated by round
-        for m in ms[r % len(ms):] + ms[:r % len(ms)]:
+    for r, order in enumerate(rotated_rounds(ms, repeats)):  # round 0 warms up; every round takes every m, rotated
+        for m in order:
             events: list = []
             dist.barrier()
             t0 = time.perf_counter()
@@ -190,102 +196,3 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
              "cost_vs_m1": statistics.median(times[m]) / base,
              "cost_range": (min(times[m]) / base, max(times[m]) / base),
              "ratio_range": (min(times[m]) / max(t1), max(times[m]) / min(t1))} for m in ms]
-
-
-class LiveCounter(nn.Module):
-    """Wraps a stage and counts the micro-batches whose activations it holds (forward done, backward not)."""
-
-    def __init__(self, inner: nn.Module) -> None:
-        super().__init__()
-        self.inner = inner
-        self.live = 0
-        self.peak = 0
-
-    def _backward_done(self, grad: torch.Tensor) -> torch.Tensor:
-        self.live -= 1
-        return grad
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.inner(x)
-        if out.requires_grad:
-            self.live += 1
-            self.peak = max(self.peak, self.live)
-            out.register_hook(self._backward_done)
-        return out
-
-
-def library_worker(rank: int, world_size: int, width: int, depth: int, batch: int, schedules: Sequence[str],
-                   ms: Sequence[int], repeats: int = 3) -> dict:
-    """Train with ``PipelineStage`` + ``ScheduleGPipe``/``Schedule1F1B``; gradients, losses, peaks, times (01)."""
-    device = local_device()
-    x, y = synthetic_batch(batch, width)
-    x, y = x.to(device), y.to(device)
-    out: dict = {}
-    for name in schedules:
-        for m in ms:
-            if name == "1f1b" and m < world_size:
-                continue  # 1F1B needs at least as many micro-batches as stages
-            mod = LiveCounter(make_stages(width, depth)[rank].to(device))
-            sched = build_schedule(mod, rank, world_size, device, name, m)
-            opt = torch.optim.SGD(mod.parameters(), lr=1e-3)
-
-            def step() -> list:
-                return schedule_step(sched, rank, world_size, x, y)
-
-            losses = step()  # the first step (no update yet): its gradients are compared with the unsplit model
-            grads = [p.grad.detach().clone() for p in mod.inner.parameters()]
-            mod.live = mod.peak = 0  # forget the first step's shape-inference forward
-            times = []
-            for _ in range(repeats):  # timed: the same work as gpipe_step (zero_grad, the step, the SGD update)
-                dist.barrier()
-                t0 = time.perf_counter()
-                opt.zero_grad(set_to_none=True)
-                step()
-                opt.step()
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)  # as gpipe_step does: time the kernels, not their launch
-                times.append(agree(time.perf_counter() - t0, "max"))
-            out[(name, m)] = {"step_s": statistics.median(times), "step_rounds": times, "peak_live": mod.peak,
-                              "grads": [g.cpu() for g in grads],
-                              "loss": (sum(l.item() for l in losses) / len(losses)) if losses else None}
-    return out
-
-
-def reference_gradients(width: int, depth: int, batch: int) -> tuple[float, list[torch.Tensor]]:
-    """Loss and gradients of the *unsplit* model on the whole batch, for comparison (01)."""
-    s0, s1 = make_stages(width, depth)
-    x, y = synthetic_batch(batch, width)
-    loss = nn.functional.cross_entropy(s1(s0(x)), y)
-    loss.backward()
-    return loss.item(), [p.grad for p in [*s0.parameters(), *s1.parameters()]]
-
-
-def run_library(schedules: Sequence[str] = ("gpipe", "1f1b"), ms: Sequence[int] = (1, 2, 4, 8), width: int = 512,
-                depth: int = 4, batch: int = 2048, repeats: int = 3, timeout: float = 180) -> list[dict]:
-    """``torch.distributed.pipelining`` on 2 processes: equivalence, peak live micro-batches, speedup (01)."""
-    for name in schedules:
-        if name not in ("gpipe", "1f1b"):
-            raise ValueError(f"unknown schedule {name!r}; choose 'gpipe' or '1f1b'")
-    for m in ms:
-        _check_split(batch, m)
-    ms = sorted(set(ms) | {1})
-    res = launch(library_worker, 2, args=(width, depth, batch, list(schedules), ms, repeats), timeout=timeout,
-                 verbose=False)
-    ref_loss, ref_grads = reference_gradients(width, depth, batch)
-    base = max(res[0][("gpipe", 1)]["step_s"], res[1][("gpipe", 1)]["step_s"]) if "gpipe" in schedules else None
-    rows = []
-    for key in res[0]:
-        name, m = key
-        grads = res[0][key]["grads"] + res[1][key]["grads"]
-        step_s = max(res[0][key]["step_s"], res[1][key]["step_s"])
-        row = {"schedule": name, "microbatches": m, "step_s": step_s,
-               "step_range": (min(res[0][key]["step_rounds"]), max(res[0][key]["step_rounds"])),
-               "loss_diff": abs(res[1][key]["loss"] - ref_loss),
-               "grad_max_abs_diff": max((a - b).abs().max().item() for a, b in zip(grads, ref_grads)),
-               "peak_live": [res[0][key]["peak_live"], res[1][key]["peak_live"]],
-               "ideal_speedup": ideal_speedup(m)}
-        if base:
-            row["speedup"] = base / step_s
-            row["efficiency"] = row["speedup"] / row["ideal_speedup"]
-        rows.append(row)
-    return rows

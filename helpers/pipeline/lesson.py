@@ -7,7 +7,8 @@ from typing import Callable
 from ..core.checks import Exercise
 from ..core.device import hardware_label
 from ..dist.ranks import choose_backend
-from .instruments import run_gpipe, run_library
+from .instruments import run_gpipe
+from .library import run_library
 
 
 NOTEBOOK = "01_model_parallel"

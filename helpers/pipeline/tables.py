@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import statistics
 
-from .instruments import bubble_fraction, ideal_speedup
+from .bounds import stage_bound
+from .instruments import bubble_fraction
 
 __all__ = ["gpipe_table", "piece_cost_lines", "message_lines", "against_naive", "piece_model_lines", "library_lines",
-           "gap_lines", "beyond_bound_lines", "best_split_line", "stage_costs", "stage_bound", "stage_cost_lines",
-           "backward_wait_line"]
+           "best_split_line"]
 
 
 def gpipe_table(rows: list[dict]) -> str:
@@ -28,6 +28,10 @@ def gpipe_table(rows: list[dict]) -> str:
             b = stage_bound(rows[0], r["microbatches"])
             line += f" {b:>19.2f}× {r['speedup'] / b:>10.2f}"
         lines.append(line + f" {bubble_fraction(r['microbatches']):>14.2f}")
+    lines.append("key: speedup = the m = 1 median step ÷ this m's; ideal (equal stages) = 2m/(m + 1); efficiency = "
+                 "speedup ÷ ideal" + ("; bound (these stages) = the best speedup with the two stages' measured costs; "
+                                      "against it = speedup ÷ bound" if staged else "")
+                 + "; bubble (model) = (p − 1)/(m + p − 1), each stage's idle share in GPipe's model")
     return "\n".join(lines)
 
 
@@ -177,72 +181,6 @@ def message_lines(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _compute(row: dict, stage: int | None = None, kinds: str = "FB") -> list[float]:
-    """Per round: the summed forward/backward seconds inside the step, of one stage or both (01)."""
-    stages = [stage] if stage is not None else [0, 1]
-    return [sum(row["compute_rounds"][s][r][k] for s in stages for k in kinds)
-            for r in range(len(row["compute_rounds"][0]))]
-
-
-def gap_lines(rows: list[dict]) -> str:
-    """Per m: the gap between the measured step and the ideal, and how much of it two measured causes explain (01).
-
-    Bound step = the m = 1 median ÷ ``stage_bound`` (the two stages' measured costs; printed beside
-    the equal-cost ideal, m = 1 ÷ 2m/(m + 1)). Pieces slower inside the step: if both stages'
-    forwards and backwards together took k times m = 1's, the model gives a step k times the bound,
-    so they explain bound × (k − 1). Messages: 2m one-way times timed alone, outside the step, one
-    after another: an estimate, not a bound (isend lets the sender compute on; inside the step a
-    message may take longer or shorter). What is left is not separated by this run.
-    """
-    base = rows[0]
-    c1 = statistics.median(_compute(base))
-    lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
-             f"m = 1: the stages computed {1e3 * c1:.0f} ms of its {1e3 * base['step_s']:.0f} ms step"]
-    for r in rows[1:]:
-        m, equal_step = r["microbatches"], base["step_s"] / ideal_speedup(r["microbatches"])
-        ideal_step = base["step_s"] / stage_bound(base, m)
-        gap = r["step_s"] - ideal_step
-        per = "; ".join(f"stage {s}: F ×{statistics.median(_compute(r, s, 'F')) / statistics.median(_compute(base, s, 'F')):.2f}, "
-                        f"B ×{statistics.median(_compute(r, s, 'B')) / statistics.median(_compute(base, s, 'B')):.2f}"
-                        for s in (0, 1))
-        k = statistics.median(_compute(r)) / c1
-        lines.append(f"m = {m:>2}: step {1e3 * r['step_s']:.0f} ms; ideal {1e3 * equal_step:.0f} ms with equal stages, "
-                     f"{1e3 * ideal_step:.0f} ms with these stages' costs (their imbalance: {1e3 * (ideal_step - equal_step):+.0f} ms); "
-                     f"gap to the latter {1e3 * gap:+.0f} ms\n        pieces' summed time against m = 1's: {per}; both stages ×{k:.2f}")
-        if gap <= 0:
-            lines.append("        at or below the bound with these stages' costs: no gap to explain")
-            continue
-        pieces = ideal_step * (k - 1)
-        msg = 2 * m * statistics.median(r["message_s"]) if "message_s" in r else None
-        rest = gap - max(pieces, 0.0) - (msg or 0.0)
-        said = (f"        slower pieces explain {pieces / gap:.0%} of the gap"
-                + (" (more than all of it: GPipe's model with these pieces gives a longer step than measured)"
-                   if pieces > gap else "")
-                + (f", messages {msg / gap:.0%} if they took inside the step what they took alone" if msg is not None
-                   else ", messages not timed in this run"))
-        lines.append(said + ("; the rest, " + f"{rest / gap:.0%}, this run does not separate (the optimizer step, the "
-                             "barrier, waiting on the other stage)" if rest > 0 else "; together they cover the gap"))
-    return "\n".join(lines)
-
-
-def beyond_bound_lines(rows: list[dict]) -> str:
-    """For each m whose efficiency is above 1: is it above 1 against every m = 1 round, and what the step's pieces cost (01)."""
-    base = rows[0]
-    c1 = statistics.median(_compute(base))
-    lines = []
-    for r in (r for r in rows[1:] if r["efficiency"] > 1):
-        lo, hi = (min(base["step_rounds"]) / r["step_s"] / r["ideal_speedup"],
-                  max(base["step_rounds"]) / r["step_s"] / r["ideal_speedup"])
-        k = statistics.median(_compute(r)) / c1
-        line = (f"m = {r['microbatches']}: efficiency {r['efficiency']:.2f} > 1 against the m = 1 median "
-                f"({1e3 * base['step_s']:.0f} ms); against m = 1's fastest and slowest rounds "
-                f"({1e3 * min(base['step_rounds']):.0f}–{1e3 * max(base['step_rounds']):.0f} ms) it is {lo:.2f}–{hi:.2f}")
-        lines.append(line + (": within the baseline's spread, no clear win over the bound" if lo <= 1 else
-                             f": above 1 even then; inside its step the pieces took ×{k:.2f} of m = 1's forward and "
-                             "backward time, where the bound assumes ×1.00"))
-    return "\n".join(lines)
-
-
 def best_split_line(rows: list[dict]) -> str:
     """The fastest m by the median, named the best only if its rounds do not overlap any other m's (01)."""
     best = min(rows, key=lambda r: r["step_s"])
@@ -253,45 +191,3 @@ def best_split_line(rows: list[dict]) -> str:
                             for r in ties) + ": no clear best among them")
     return (f"best split here: m = {best['microbatches']} ({best['microbatch_rows']} rows per micro-batch), "
             "its rounds below every other m's")
-
-
-def stage_costs(base: dict) -> list[tuple[float, float]]:
-    """Each stage's summed forward and backward seconds in the m = 1 step, median of its rounds (01)."""
-    return [(statistics.median(_compute(base, s, "F")), statistics.median(_compute(base, s, "B"))) for s in (0, 1)]
-
-
-def stage_bound(base: dict, m: int) -> float:
-    """GPipe's best speedup over m = 1 for two stages of the measured costs ``stage_costs(base)`` (01).
-
-    Each phase (all forwards, then all backwards) lasts at least the slower stage's whole work plus
-    one micro-batch of the faster one's, the pipe filling or draining: max + min/m. Two stages of
-    equal cost give GPipe's ideal 2m/(m + 1); unequal ones give less.
-    """
-    (f0, b0), (f1, b1) = stage_costs(base)
-    return (f0 + f1 + b0 + b1) / (max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m)
-
-
-def stage_cost_lines(rows: list[dict]) -> str:
-    """Each stage's measured cost at m = 1, the bound they give per m beside the equal-cost ideal (01)."""
-    (f0, b0), (f1, b1) = costs = stage_costs(rows[0])
-    slow = max((0, 1), key=lambda s: sum(costs[s]))
-    lines = [f"m = 1, inside the step (median of {len(rows[0]['step_rounds'])} rounds): stage 0: F {1e3 * f0:.0f} ms + "
-             f"B {1e3 * b0:.0f} ms = {1e3 * (f0 + b0):.0f} ms; stage 1: F {1e3 * f1:.0f} + B {1e3 * b1:.0f} = "
-             f"{1e3 * (f1 + b1):.0f} ms: stage {slow} takes ×{sum(costs[slow]) / sum(costs[1 - slow]):.2f} the other's time"]
-    lines.append("best speedup with these costs (per phase: the slower stage's work + one micro-batch of the other's) "
-                 "against the equal-cost ideal 2m/(m + 1): "
-                 + ", ".join(f"m = {r['microbatches']}: {stage_bound(rows[0], r['microbatches']):.2f}× "
-                             f"({r['ideal_speedup']:.2f}×)" for r in rows[1:]))
-    return "\n".join(lines)
-
-
-def backward_wait_line(row: dict, stage: int = 0) -> str:
-    """How long ``stage`` sat idle between its first and last backward in the shown round, and why where the numbers say (01)."""
-    spans = sorted((a, b) for s, k, _, a, b in row["events"] if s == stage and k == "B")
-    wait = sum(max(0.0, a2 - b1) for (_, b1), (a2, _) in zip(spans, spans[1:]))
-    b_other = statistics.median(_compute(row, 1 - stage, "B"))
-    b_own = statistics.median(_compute(row, stage, "B"))
-    why = (f"; stage {1 - stage}'s backwards took ×{b_other / b_own:.2f} stage {stage}'s in this step, and each "
-           f"B{stage}.i waits for B{1 - stage}.i's gradient" if b_other > b_own and stage == 0 and wait > 0 else "")
-    return (f"m = {row['microbatches']}: stage {stage} sat idle {1e3 * wait:.0f} ms between its backwards in the shown "
-            f"round (the gaps between its B bars){why}")

@@ -1,0 +1,174 @@
+"""Notebook 01's step against the bound: each stage's measured cost, the bound it gives, the gap and its causes (01).
+
+Each line is drawn from the step's own recorded events (``compute_rounds``: each stage's summed
+forward and backward seconds in every timed round) and said with the spread of the rounds.
+"""
+from __future__ import annotations
+
+import statistics
+
+from .instruments import ideal_speedup
+
+__all__ = ["gap_lines", "beyond_bound_lines", "stage_costs", "stage_bound", "stage_cost_lines", "backward_wait_line"]
+
+
+def _slowdown(row: dict, base: dict) -> float:
+    """How many times m = 1's forward and backward time the pieces took inside the step, all four parts together (01).
+
+    The sum of the four parts' medians (each stage's forwards, each stage's backwards) over the same
+    sum at m = 1: a weighted mean of the four parts' own ratios, so never outside them.
+    """
+    def parts(r: dict) -> float:
+        return sum(statistics.median(_compute(r, s, k)) for s in (0, 1) for k in "FB")
+    return parts(row) / parts(base)
+
+
+def _compute(row: dict, stage: int | None = None, kinds: str = "FB") -> list[float]:
+    """Per round: the summed forward/backward seconds inside the step, of one stage or both (01)."""
+    stages = [stage] if stage is not None else [0, 1]
+    return [sum(row["compute_rounds"][s][r][k] for s in stages for k in kinds)
+            for r in range(len(row["compute_rounds"][0]))]
+
+
+def gap_lines(rows: list[dict]) -> str:
+    """Per m: the gap between the measured step and the ideal, and how much of it two measured causes explain (01).
+
+    Bound step = the m = 1 median ÷ ``stage_bound`` (the two stages' measured costs; printed beside
+    the equal-cost ideal, m = 1 ÷ 2m/(m + 1)). Pieces slower inside the step: if both stages'
+    forwards and backwards together took k times m = 1's (``_slowdown``: the four parts' medians
+    summed, so k lies within the four printed ratios), the model gives a step k times the bound, so
+    they explain bound × (k − 1). Messages: 2m one-way times timed alone, outside the step, one
+    after another: an estimate, not a bound (isend lets the sender compute on; inside the step a
+    message may take longer or shorter). What is left is not separated by this run.
+    """
+    base = rows[0]
+    c1 = statistics.median(_compute(base))
+    lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
+             f"m = 1: the stages computed {1e3 * c1:.0f} ms of its {1e3 * base['step_s']:.0f} ms step"]
+    for r in rows[1:]:
+        m, equal_step = r["microbatches"], base["step_s"] / ideal_speedup(r["microbatches"])
+        ideal_step = base["step_s"] / stage_bound(base, m)
+        gap = r["step_s"] - ideal_step
+        per = "; ".join(f"stage {s}: F ×{statistics.median(_compute(r, s, 'F')) / statistics.median(_compute(base, s, 'F')):.2f}, "
+                        f"B ×{statistics.median(_compute(r, s, 'B')) / statistics.median(_compute(base, s, 'B')):.2f}"
+                        for s in (0, 1))
+        k = _slowdown(r, base)
+        lines.append(f"m = {m:>2}: step {1e3 * r['step_s']:.0f} ms; ideal {1e3 * equal_step:.0f} ms with equal stages, "
+                     f"{1e3 * ideal_step:.0f} ms with these stages' costs (their imbalance: {1e3 * (ideal_step - equal_step):+.0f} ms); "
+                     f"gap to the latter {1e3 * gap:+.0f} ms\n        pieces' summed time against m = 1's: {per}; "
+                     f"all four together ×{k:.2f}")
+        if gap <= 0:
+            lines.append("        at or below the bound with these stages' costs: no gap to explain")
+            continue
+        pieces = ideal_step * (k - 1)
+        msg = 2 * m * statistics.median(r["message_s"]) if "message_s" in r else None
+        rest = gap - max(pieces, 0.0) - (msg or 0.0)
+        said = (f"        slower pieces explain {pieces / gap:.0%} of the gap"
+                + (" (more than all of it: GPipe's model with these pieces gives a longer step than measured)"
+                   if pieces > gap else "")
+                + (f", messages {msg / gap:.0%} if they took inside the step what they took alone "
+                   f"({2 * m * min(r['message_s']) / gap:.0%}–{2 * m * max(r['message_s']) / gap:.0%} by the fastest and "
+                   "slowest round)" if msg is not None else ", messages not timed in this run"))
+        if rest > 0:
+            said += (f"; the rest, {rest / gap:.0%}, this run does not separate (the optimizer step, the barrier, "
+                     "waiting on the other stage)")
+        elif msg is not None and pieces <= gap < pieces + msg:
+            said += (f"; the two add up to {(pieces + msg) / gap:.0%} of the gap, more than all of it: they are estimates, "
+                     "not shares (inside the step a message may cost less than alone, or pass while a stage computes)")
+        elif pieces <= gap:
+            said += "; together they cover the gap"
+        lines.append(said)
+    return "\n".join(lines)
+
+
+def beyond_bound_lines(rows: list[dict]) -> str:
+    """For each m whose efficiency is above 1: is it above 1 against every m = 1 round, and what may explain it (01).
+
+    ``rows[0]`` is the baseline (m = 1). Rows of the hand-written GPipe carry the step's events, and
+    the line then says what the pieces cost inside the step; the library's rows (with ``schedule``)
+    do not, and the line says so.
+    """
+    base = rows[0]
+    if base["microbatches"] != 1:
+        raise ValueError("rows[0] must be the m = 1 baseline")
+    staged = "compute_rounds" in base
+    lines = []
+    for r in (r for r in rows[1:] if r["efficiency"] > 1):
+        lo, hi = (min(base["step_rounds"]) / r["step_s"] / r["ideal_speedup"],
+                  max(base["step_rounds"]) / r["step_s"] / r["ideal_speedup"])
+        who = f"library {r['schedule']} m = {r['microbatches']}" if "schedule" in r else f"m = {r['microbatches']}"
+        line = (f"{who}: efficiency {r['efficiency']:.2f} > 1 against the m = 1 median "
+                f"({1e3 * base['step_s']:.0f} ms); against m = 1's fastest and slowest rounds "
+                f"({1e3 * min(base['step_rounds']):.0f}–{1e3 * max(base['step_rounds']):.0f} ms) it is {lo:.2f}–{hi:.2f}")
+        if lo <= 1:
+            line += ": within the baseline's spread, no clear win over the bound"
+        elif staged:
+            line += (f": above 1 even then; inside its step the pieces took ×{_slowdown(r, base):.2f} of m = 1's forward "
+                     "and backward time, where the bound assumes ×1.00")
+        else:
+            line += (": above 1 even then, so the bound's assumption failed here: it takes each micro-batch's work as 1/m "
+                     "of the m = 1 step's; this launch does not time the library's pieces, so it cannot say which "
+                     "cost less than that")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def stage_costs(base: dict) -> list[tuple[float, float]]:
+    """Each stage's summed forward and backward seconds in the m = 1 step, median of its rounds (01)."""
+    return [(statistics.median(_compute(base, s, "F")), statistics.median(_compute(base, s, "B"))) for s in (0, 1)]
+
+
+def stage_bound(base: dict, m: int) -> float:
+    """GPipe's best speedup over m = 1 for two stages of the measured costs ``stage_costs(base)`` (01).
+
+    Each phase (all forwards, then all backwards) lasts at least the slower stage's whole work plus
+    one micro-batch of the faster one's, the pipe filling or draining: max + min/m. Two stages of
+    equal cost give GPipe's ideal 2m/(m + 1); unequal ones give less.
+    """
+    (f0, b0), (f1, b1) = stage_costs(base)
+    return (f0 + f1 + b0 + b1) / (max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m)
+
+
+def stage_cost_lines(rows: list[dict]) -> str:
+    """Each stage's measured cost at m = 1, the bound they give per m beside the equal-cost ideal (01)."""
+    (f0, b0), (f1, b1) = costs = stage_costs(rows[0])
+    slow = max((0, 1), key=lambda s: sum(costs[s]))
+    lines = [f"m = 1, inside the step (median of {len(rows[0]['step_rounds'])} rounds): stage 0: F {1e3 * f0:.0f} ms + "
+             f"B {1e3 * b0:.0f} ms = {1e3 * (f0 + b0):.0f} ms; stage 1: F {1e3 * f1:.0f} + B {1e3 * b1:.0f} = "
+             f"{1e3 * (f1 + b1):.0f} ms: stage {slow} takes ×{sum(costs[slow]) / sum(costs[1 - slow]):.2f} the other's time"]
+    lines.append("best speedup with these costs (per phase: the slower stage's work + one micro-batch of the other's) "
+                 "against the equal-cost ideal 2m/(m + 1): "
+                 + ", ".join(f"m = {r['microbatches']}: {stage_bound(rows[0], r['microbatches']):.2f}× "
+                             f"({r['ideal_speedup']:.2f}×)" for r in rows[1:]))
+    return "\n".join(lines)
+
+
+def backward_wait_line(row: dict, stage: int = 0) -> str:
+    """How long ``stage`` sat idle between its first and last backward in the shown round, and how much of it
+    stage 1's slower backward pieces account for (01).
+
+    In GPipe's backward phase stage 1 runs its backwards back to back and B0.i waits for B1.i's gradient.
+    If each backward piece took its stage's mean in that round, stage 0 would sit idle the difference
+    of the two means before each of its backwards but the first: (m − 1) times it in all. The
+    rest of the idle time (the messages' delivery, uneven pieces) is not separated.
+    """
+    spans = sorted((a, b) for s, k, _, a, b in row["events"] if s == stage and k == "B")
+    wait = sum(max(0.0, a2 - b1) for (_, b1), (a2, _) in zip(spans, spans[1:]))
+    line = (f"m = {row['microbatches']}: stage {stage} sat idle {1e3 * wait:.0f} ms between its backwards in the shown "
+            f"round (the gaps between its B bars)")
+    if stage != 0 or wait <= 0 or len(spans) < 2:
+        return line
+    mean = {s: statistics.mean(b - a for ss, k, _, a, b in row["events"] if ss == s and k == "B") for s in (0, 1)}
+    slower = (len(spans) - 1) * max(0.0, mean[1] - mean[0])
+    if slower <= 0:
+        return line + ("; stage 1's backward pieces were not slower than stage 0's on average in that round, so their "
+                       "means do not account for it: the messages' delivery and uneven pieces, which this run does not "
+                       "separate, do")
+    d = mean[1] - mean[0]
+    return line + (f"; stage 1's backward pieces took ×{mean[1] / mean[0]:.2f} stage 0's in that round, and each B0.i waits "
+                   f"for B1.i's gradient: at the two stages' means that makes stage 0 wait {1e3 * d:.1f} ms before each "
+                   f"backward but the first, {len(spans) - 1} × {1e3 * d:.1f} = {1e3 * slower:.0f} ms, "
+                   + (f"{slower / wait:.0%} of the idle time; the rest ({1e3 * (wait - slower):.0f} ms: the messages' "
+                      "delivery, uneven pieces) this run does not separate" if slower < 0.995 * wait
+                      else "all of the idle time" if slower <= 1.005 * wait
+                      else "more than the idle time (the pieces were uneven)"))
