@@ -37,8 +37,11 @@ def plot_grid_vs_random(res: dict) -> Figure | None:
 
 def plot_bayes_steps(steps: list[dict], f: Callable = toy_1d) -> Figure | None:
     """Small multiples: the GP's belief, the expected improvement, and the next proposal (04)."""
-    fig, axes = plt.subplots(2, len(steps), figsize=(3.0 * len(steps), 5.0), sharex=True, sharey="row",
+    fig, axes = plt.subplots(2, len(steps), figsize=(3.0 * len(steps), 5.0), sharex=True,
                              gridspec_kw={"height_ratios": [3, 1]})
+    for ax in axes[0, 1:]:  # one score scale for the beliefs; each EI on its own scale, so a small maximum still shows
+        ax.sharey(axes[0, 0])
+        ax.tick_params(labelleft=False)
     for i, s in enumerate(steps):
         ax, ax2 = axes[0, i], axes[1, i]
         ax.plot(s["grid"], f(s["grid"]), "k:", lw=1, label="true function (unseen)")
@@ -50,9 +53,12 @@ def plot_bayes_steps(steps: list[dict], f: Callable = toy_1d) -> Figure | None:
         ax2.axvline(s["next"], color="C3", ls="--")
         ax.set_title(f"step {i + 1}: {len(s['X'])} points,\nlength scale {s['length_scale']:.2f}", fontsize=9)
         ax2.plot(s["grid"], s["ei"], "C3")
+        ax2.plot(s["next"], float(np.max(s["ei"])), "o", color="C3", ms=4)
+        ax2.set_ylim(0, 1.15 * float(np.max(s["ei"])) or 1.0)
+        ax2.ticklabel_format(axis="y", style="sci", scilimits=(-2, 3))
         ax2.set_xlabel("x")
     axes[0, 0].set_ylabel("score")
-    axes[1, 0].set_ylabel("expected\nimprovement", fontsize=9)
+    axes[1, 0].set_ylabel("expected\nimprovement\n(own scale)", fontsize=9)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, bbox_to_anchor=(0.5, 0.0))
     fig.tight_layout(rect=(0, 0.06, 1, 1))
