@@ -6,6 +6,7 @@ from helpers import DigitsCNN
 from helpers import data_parallel as D
 from helpers.core.checks import verify
 from helpers.data_parallel import instruments as I
+from helpers.data_parallel import memory as M
 
 
 def test_four_steps_equal_one_device_and_report_the_path():
@@ -18,28 +19,47 @@ def test_four_steps_equal_one_device_and_report_the_path():
 
 
 @pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="with 2 GPUs the peaks are measured, not predicted")
-def test_output_device_prediction_counts_gradients_and_adams_state():
+def test_output_device_prediction_takes_the_larger_moment_not_the_sum():
     res = D.run_four_steps(batch=64)
     acc = res["accounting"]
     assert acc["per_device_bytes"][0] - acc["per_device_bytes"][1] == acc["output_device_extra_bytes"]
     n_params = sum(1 for _ in DigitsCNN().parameters())
     # Adam: exp_avg and exp_avg_sq the size of every parameter, and one float32 step counter per parameter
     assert acc["optimizer_bytes"] == res["optimizer_bytes"] == 2 * acc["param_bytes"] + 4 * n_params
-    assert acc["output_device_extra_bytes"] >= acc["param_bytes"] + acc["optimizer_bytes"]
+    p, opt, n = acc["param_bytes"], acc["optimizer_bytes"], acc["devices"]
+    a, row, x_row = acc["activation_bytes_per_sample"], acc["output_row_bytes"], acc["input_bytes_per_sample"]
+    # while the loss is computed: no gradients (zero_grad before the forward), no replica outputs (freed after gather)
+    assert acc["per_device_bytes"][1] == p + a * 64 / n
+    assert acc["output_device_extra_bytes"] == 64 * row + acc["loss_saved_bytes"] + 4 + opt + 32 * x_row
+    # at the end of backward: no activations; replica grads + a flat buffer, and on device 0 the params, the sum, Adam
+    assert acc["coalesced_buffer_bytes"] == min(p, D.COALESCE_BYTES)  # this model's gradients fit one 10 MiB buffer
+    assert acc["reduction_bytes"] == [4 * p + opt + 4, 2 * p]
     lim = D.largest_batches(2_000_000, acc)
     assert lim["data_parallel"] > 0 and lim["ddp"] > 0
-    p, opt, n = acc["param_bytes"], acc["optimizer_bytes"], acc["devices"]
-    # a DDP process: params, grads, all-reduce buckets as large as the grads (gradient_as_bucket_view=False), Adam, chunk
-    # and the loss's saved log_softmax output for its own chunk: one output row per sample
-    row = acc["per_sample_extra_bytes"] - 8
-    ddp_load = lambda b: 3 * p + opt + 4 + b / n * (acc["per_sample_bytes"] + 8 + row)  # noqa: E731
-    assert ddp_load(lim["ddp"]) <= 2_000_000 < ddp_load(lim["ddp"] + 1)
-    # DataParallel's output device: params, replica 0's grads, their flat copy, the reduced sum (.grad), Adam, the loss,
-    # its chunk, the rest of the batch, all outputs + targets, and the loss's saved log_softmax output for the whole batch
-    assert acc["coalesced_buffer_bytes"] == min(p, D.COALESCE_BYTES)  # this model's gradients fit one 10 MiB buffer
-    dp_load = lambda b: (3 * p + min(p, D.COALESCE_BYTES) + opt + 4 + b / n * acc["per_sample_bytes"]  # noqa: E731
-                         + b * (acc["per_sample_extra_bytes"] + row) + b * (1 - 1 / n) * acc["input_bytes_per_sample"])
-    assert dp_load(lim["data_parallel"]) <= 2_000_000 < dp_load(lim["data_parallel"] + 1)
+    # a DDP process while the loss runs: params, its all-reduce buckets (kept from construction), Adam, the loss and
+    # total weight; per sample of the global batch 1/n of activations, output row, log_softmax row, target
+    ddp_loss = lambda b: 2 * p + opt + 8 + b / n * (a + 2 * row + 8)  # noqa: E731
+    assert ddp_loss(lim["ddp"]) <= 2_000_000 < ddp_loss(lim["ddp"] + 1)
+    # DataParallel's output device while the loss runs: params, Adam, loss + total weight; its chunk's activations,
+    # the rest of the batch, the gathered rows and log_softmax's rows for the whole batch, the targets
+    dp_loss = lambda b: p + opt + 8 + b * (a / n + x_row * (1 - 1 / n) + 2 * row + 8)  # noqa: E731
+    assert dp_loss(lim["data_parallel"]) <= 2_000_000 < dp_loss(lim["data_parallel"] + 1)
+    assert lim["fixed"]["data_parallel"]["backward"] == 3 * p + min(p, D.COALESCE_BYTES) + opt + 4
+    assert lim["fixed"]["ddp"]["backward"] == 3 * p + opt + 4
+    assert lim["binding"] == {"data_parallel": "loss", "ddp": "loss"}
+    # a budget the end of backward decides: DataParallel's output device cannot even hold its gradient copies
+    tight = (lim["fixed"]["ddp"]["backward"] + lim["fixed"]["data_parallel"]["backward"]) // 2
+    small = D.largest_batches(tight, acc)
+    assert small["data_parallel"] == 0 and small["ddp"] == int((tight - ddp_loss(0)) / ((a + 2 * row + 8) / n))
+
+
+def test_largest_batches_take_the_max_of_the_moments_not_their_sum():
+    acc = {"devices": 2, "param_bytes": 1000, "optimizer_bytes": 0, "input_bytes_per_sample": 0,
+           "activation_bytes_per_sample": 100.0, "output_row_bytes": 0, "coalesced_buffer_bytes": 1000}
+    lim = D.largest_batches(10_000, acc)
+    # DataParallel: while the loss, 1000 + 8 fixed and 50 + 8 per sample; at the end of backward 4000 + 4, no samples
+    assert lim["data_parallel"] == int((10_000 - 1008) / 58)  # a sum of the moments would give (10_000 - 5012) / 58
+    assert lim["ddp"] == int((10_000 - 2008) / 54)
 
 
 def test_ddp_buckets_default_to_a_copy_of_the_gradients():
@@ -112,7 +132,7 @@ def test_forward_only_times_the_step_and_nothing_else(monkeypatch):
         raise AssertionError("output_device_accounting ran inside a timed step")
 
     monkeypatch.setattr(I, "output_device_accounting", no_accounting)
-    monkeypatch.setattr(I, "SavedTensorTracker", no_accounting)
+    monkeypatch.setattr(M, "SavedTensorTracker", no_accounting)
     D.thread_variants(batch=32, seconds=0.02, rounds=1)
     D.time_four_steps(batch=32, repeats=1)
 
@@ -192,9 +212,9 @@ def test_loss_saved_tensors_are_measured_and_charged_to_the_output_device():
     out = model(x)
     acc = output_device_accounting(model, x, out, 2)
     assert acc["loss_saved_bytes"] == 64 * 10 * 4 + 64 * 8 + 4
-    without_loss = acc["output_device_extra_bytes"] - 64 * 10 * 4  # the formula charges one log_softmax row per sample
     rest = (64 - 32) * x[0].numel() * 4
-    assert without_loss == 64 * acc["per_sample_extra_bytes"] + 4 + acc["param_bytes"] + rest
+    # the gathered outputs (the loss's input), the loss's saved tensors, the loss, the rest of the batch; no gradients
+    assert acc["output_device_extra_bytes"] == 64 * 10 * 4 + acc["loss_saved_bytes"] + 4 + rest
 
 
 def test_largest_coalesced_buffer_follows_take_tensors():
@@ -286,6 +306,16 @@ def _blind_to_none(model, replicas):
         p.grad = sum(q.grad for q in rs)
 
 
+def _none_for_frozen(model, replicas):  # "no replica has a gradient" read as "no gradient": drops an earlier .grad
+    for p, *rs in zip(model.parameters(), *(r.parameters() for r in replicas)):
+        grads = [q.grad for q in rs if q.grad is not None]
+        if grads:
+            total = torch.stack(grads).sum(0)
+            p.grad = total if p.grad is None else p.grad + total
+        else:
+            p.grad = None
+
+
 def _skeleton(model, replicas):
     ...
 
@@ -296,7 +326,8 @@ def test_reduce_gradients_accepts_the_sum():
 
 
 @pytest.mark.parametrize("wrong", [_mean_grads, _first_replica_only, _all_but_the_last, _sum_into_the_first_replica, _overwrite_the_earlier_grad,
-                                   _alias_a_replicas_grad, _zeros_for_frozen, _blind_to_none, _all_or_nothing, _skeleton],
+                                   _alias_a_replicas_grad, _zeros_for_frozen, _none_for_frozen, _blind_to_none, _all_or_nothing,
+                                   _skeleton],
                          ids=lambda f: f.__name__.strip("_"))
 def test_reduce_gradients_refuses_wrong_answers(wrong):
     ok, msg = verify("02.reduce_gradients", wrong)
@@ -337,29 +368,45 @@ def test_generated_sentences_say_what_the_numbers_say():
 
 
 @pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="the CPU formula")
-def test_memory_sentences_count_both_designs_gradients_and_follow_the_classes():
+def test_memory_sentences_count_both_designs_moments_and_follow_the_classes():
     acc = D.run_four_steps(batch=64)["accounting"]
     p = acc["param_bytes"]
     lim = D.largest_batches(2_000_000, acc)
-    assert lim["fixed"]["data_parallel"] - lim["fixed"]["ddp"] == min(p, D.COALESCE_BYTES)
+    assert lim["fixed"]["ddp"]["loss"] - lim["fixed"]["data_parallel"]["loss"] == p  # DDP's buckets, kept
     lines = D.memory_sentences(2_000_000, acc)
     ratio = lim["ddp"] / lim["data_parallel"]
-    assert f"({ratio:.2f}×)" in lines[0] and ("DDP fits more" in lines[0]) == (ratio > 1.03)
+    assert f"({ratio:.2f}×)" in lines[0] and ("DDP fits fewer" in lines[0]) == (ratio < 0.97)
+    assert "DataParallel while the loss is computed" in lines[0]
+    assert f"the difference, {p:,} B: DDP's all-reduce buckets" in lines[1]
     same = {**acc, "param_bytes": 0, "coalesced_buffer_bytes": 0}  # no gradient bytes: only the per-sample terms, close at 10 classes
     assert "about the same" in D.memory_sentences(2_000_000, same)[0]
     big = D.largest_batches(2_000_000, acc, out_row_bytes=4 * 50_000)["per_sample"]
-    assert big["data_parallel"] > 2 * big["ddp"]  # the gathered outputs decide with a vocabulary's classes
-    # per sample: the output device's chunk share, every gathered row and log_softmax's row for the whole batch;
-    # a DDP device its chunk's activations, rows, log_softmax rows and targets
-    own = acc["per_sample_bytes"] - 40 + 200_000
-    assert big["data_parallel"] == pytest.approx(own / 2 + 2 * 200_000 + 8 + acc["input_bytes_per_sample"] / 2)
-    assert big["ddp"] == pytest.approx((own + 200_000 + 8) / 2)
+    assert big["data_parallel"] > 1.9 * big["ddp"]  # the gathered outputs decide with a vocabulary's classes
+    # per sample: the output device's chunk share, every gathered row and log_softmax's row for the whole batch (its
+    # replica's own output row is freed before the loss); a DDP device its chunk's activations, rows, log_softmax rows
+    a = acc["activation_bytes_per_sample"]
+    assert big["data_parallel"] == pytest.approx(a / 2 + 2 * 200_000 + 8 + acc["input_bytes_per_sample"] / 2)
+    assert big["ddp"] == pytest.approx((a + 2 * 200_000 + 8) / 2)
     text = "\n".join(lines)
-    assert "exercise 2" not in text and "toy budget" in lines[0] and "at the peak of the reduction" in lines[1]
+    assert "exercise 2" not in text and "toy budget" in lines[0] and "end of backward" in lines[2]
     per = lim["per_sample"]["data_parallel"] / lim["per_sample"]["ddp"]
-    assert ("about the same per sample" in lines[2]) == (abs(per - 1) <= 0.03)
+    assert ("about the same per sample" in lines[3]) == (abs(per - 1) <= 0.03)
     far = D.largest_batches(16 * 2**30, acc)
-    assert f"({far['ddp'] / far['data_parallel']:.2f}×)" in lines[3]
+    assert f"({far['ddp'] / far['data_parallel']:.2f}×)" in lines[4]
+    assert f"{2 * 200_000 / big['data_parallel']:.0%} of DataParallel's" in lines[5]
+
+
+def test_probe_sentences_follow_the_rule_and_the_peak():
+    rows = [{"batch_per_thread": b, "speedup": s, "speedup_min": lo, "speedup_max": hi, "side": side}
+            for b, s, lo, hi, side in ((1, 0.80, 0.69, 1.03, "no clear difference"), (64, 1.44, 1.31, 1.64, "faster"),
+                                       (128, 1.50, 1.40, 1.66, "faster"), (256, 1.24, 1.21, 1.28, "faster"))]
+    assert D.probe_verdict(rows[1]) == "faster in every round"
+    v = D.probe_verdict(rows[0])
+    assert v.startswith("no clear difference") and "0.69–1.03×" in v and "whatever the median" in v
+    s = D.probe_peak_sentence(rows)
+    assert "largest at 128 rows per thread (1.50×)" in s and "256 (1.24×)" in s and "did not keep growing" in s
+    assert "the largest batch probed" in D.probe_peak_sentence(rows[:3])
+    assert D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, slower=True).endswith(".")
 
 
 def test_process_rounds_time_one_and_two_processes_in_turns():

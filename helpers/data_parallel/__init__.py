@@ -3,6 +3,7 @@
 ``from helpers.data_parallel import …`` gives every public name of its modules.
 """
 from .instruments import *  # noqa: F401,F403
+from .memory import *  # noqa: F401,F403
 from .plots import *  # noqa: F401,F403
 from .processes import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403

@@ -20,13 +20,11 @@ from ..core.data import digits_batch
 from ..core.device import gpu_count
 from ..core.measure import max_abs_diff, run_threads
 from ..core.models import DigitsCNN
-from ..core.saved import SavedTensorTracker
+from .memory import output_device_accounting
 from .recipe import four_steps_gpu
 from .timing import timed
 
-__all__ = ["four_steps_cpu", "copied_bytes", "optimizer_state_bytes", "output_device_accounting", "largest_batches", "COALESCE_BYTES",
-           "largest_coalesced_buffer",
-           "run_four_steps", "batchnorm_gradient_gap", "LABELS"]
+__all__ = ["four_steps_cpu", "copied_bytes", "optimizer_state_bytes", "run_four_steps", "batchnorm_gradient_gap", "LABELS"]
 
 LABELS = {"single": "1 thread, whole batch", "threads_forward_only": "2 threads, forward only",
           "threads_forward_backward": "2 threads, forward + backward"}  # the ways thread_variants (speed.py) times
@@ -107,93 +105,6 @@ def optimizer_state_bytes(opt: torch.optim.Optimizer) -> int:
                if isinstance(v, torch.Tensor))
 
 
-def output_device_accounting(model: nn.Module, x: torch.Tensor, out: torch.Tensor, n: int,
-                             optimizer_bytes: int = 0) -> dict:
-    """Predicted bytes DataParallel leaves on each of ``n`` devices in a step, device 0 being the output device (02).
-
-    A formula, not a measurement of memory: on a CPU the "devices" share one RAM. Its inputs are
-    measured or counted: the parameter bytes (counted), the activations one replica saves for
-    backward (measured on one chunk with ``SavedTensorTracker``), the input and output sizes, and
-    ``optimizer_bytes`` (Adam's state, counted after a real ``step``). Every device holds its
-    chunk, a replica of the parameters, its saved activations and its outputs. The output device
-    also holds the rest of the input batch (moved there before scatter), the gathered outputs, the
-    targets, the loss, every gradient (reduced onto the original model that lives there) and the
-    optimizer's state.
-    """
-    batch = x.shape[0]
-    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-    with SavedTensorTracker(views="span") as t:  # the chunk is a view of the batch: count its rows, not the batch's
-        probe = model(x[:batch // n])
-        act = t.peak
-    del probe
-    # the chunk's input is among the saved tensors (the first convolution saves it), so it is in ``act``
-    row = out[0].numel() * out.element_size()
-    per_sample = row + act / (batch // n)
-    per_device = [param_bytes + per_sample * batch / n for _ in range(n)]
-    per_sample_extra = row + 8  # a gathered output row and an int64 target
-    # cross_entropy = log_softmax + nll_loss: log_softmax saves its output (the logits' shape) for backward, nll_loss
-    # the targets and a scalar total weight: measured on the whole batch's outputs, where DataParallel's loss runs
-    with SavedTensorTracker() as t:
-        nn.functional.cross_entropy(out.detach().requires_grad_(), torch.zeros(batch, dtype=torch.long))
-        loss_saved = t.peak
-    rest_of_input = (batch - batch // n) * x[0].numel() * x.element_size()  # the whole batch is moved there first
-    extra = batch * (per_sample_extra + row) + 4 + param_bytes + optimizer_bytes + rest_of_input
-    per_device[0] += extra
-    return {"per_device_bytes": [int(b) for b in per_device], "output_device_extra_bytes": int(extra),
-            "output_device_share": per_device[0] / sum(per_device), "param_bytes": param_bytes,
-            "optimizer_bytes": optimizer_bytes, "saved_activation_bytes_per_chunk": act,
-            "per_sample_bytes": per_sample, "per_sample_extra_bytes": per_sample_extra, "devices": n,
-            "input_bytes_per_sample": x[0].numel() * x.element_size(), "loss_saved_bytes": loss_saved,
-            "coalesced_buffer_bytes": largest_coalesced_buffer(model.parameters())}
-
-
-COALESCE_BYTES = 10 * 2**20  # comm.reduce_add_coalesced's default buffer_size
-
-
-def largest_coalesced_buffer(tensors, limit: int = COALESCE_BYTES) -> int:
-    """Bytes of the largest flat buffer ``comm.reduce_add_coalesced`` makes of ``tensors`` (02).
-
-    It groups them with ``torch._utils._take_tensors``: tensors in order until the next would pass
-    ``limit``; a tensor larger than ``limit`` gets a buffer of its own.
-    """
-    from torch._utils import _take_tensors
-
-    return max((sum(t.numel() * t.element_size() for t in chunk) for chunk in _take_tensors(list(tensors), limit)),
-               default=0)
-
-
-def largest_batches(budget_bytes: int, acc: dict, out_row_bytes: int | None = None) -> dict:
-    """Predicted largest global batch when every device has ``budget_bytes``, from the accounting's formula (02).
-
-    Both designs are charged the gradient copies they hold at their peak: ``data_parallel``, at the
-    peak of the reduction in backward, the output device holds the parameters, replica 0's
-    gradients (autograd's output for the replica there), one flat copy of them
-    (``comm.reduce_add_coalesced`` flattens the gradients buffer by buffer; the largest buffer,
-    ``coalesced_buffer_bytes``, is counted) and the reduced sum that becomes ``.grad``
-    (``comm.reduce_add`` with NCCL: ``torch.empty_like``); ``ddp``: every device holds the
-    parameters, ``.grad`` and DDP's all-reduce buckets (a copy of the gradients with its default
-    ``gradient_as_bucket_view=False``). Both: the optimizer's state and the loss; per sample, the
-    chunk's input, activations, outputs and targets, and the loss's saved ``log_softmax`` output
-    (an output row per sample of the rows the loss sees: DataParallel's output device sees the
-    whole batch, a DDP process its chunk); DataParallel's output device also holds the rest of the
-    batch and every gathered output. ``out_row_bytes``: a what-if output row size (another number
-    of classes; only the rows change). ``per_sample``: each design's bytes per sample of the global
-    batch. Neither counts the activations' gradients during backward.
-    """
-    n, p = acc["devices"], acc["param_bytes"]
-    opt = acc.get("optimizer_bytes", 0) + 4  # + the loss
-    x_row = acc.get("input_bytes_per_sample", 0)
-    row = acc["per_sample_extra_bytes"] - 8  # one output row
-    new = row if out_row_bytes is None else out_row_bytes
-    own = acc["per_sample_bytes"] - row + new  # one sample's activations and output on its own device
-    # + new: the loss's saved log_softmax output, on the output device for the whole batch, on a DDP device for its chunk
-    per = {"data_parallel": own / n + 2 * new + 8 + x_row * (1 - 1 / n), "ddp": (own + new + 8) / n}
-    flat = acc.get("coalesced_buffer_bytes", min(p, COALESCE_BYTES))
-    fixed = {"data_parallel": 3 * p + flat + opt, "ddp": 3 * p + opt}
-    out = {k: max(0, int((budget_bytes - fixed[k]) / per[k])) for k in per}
-    return {**out, "per_sample": per, "fixed": fixed}
-
-
 @contextlib.contextmanager
 def _full_float32():
     """Plain float32 on GPUs for the comparison: cuDNN convolutions use TF32 by default on Ampere and later."""
@@ -245,7 +156,7 @@ def run_four_steps(batch: int = 256, seed: int = 0, device_ids: list[int] | None
         torch.optim.SGD(m.parameters(), lr=lr).step()
     res["update_max_abs_diff"] = max_abs_diff(model.parameters(), reference.parameters())
     largest = max(p.detach().abs().max().item() for p in reference.parameters())
-    res["update_tolerance"] = lr * res["grad_tolerance"] + largest * 2.0 ** -23  # + one float32 ulp of the largest weight
+    res["update_tolerance"] = lr * res["grad_tolerance"] + largest * torch.finfo(torch.float32).eps  # + 2⁻²³ × the largest weight: 1 to 2 float32 ulps of it
     adam = torch.optim.Adam(model.parameters())
     adam.step()  # Adam makes its state on the first step, where the parameters (the output device) are
     res["optimizer_bytes"] = optimizer_state_bytes(adam)

@@ -38,7 +38,7 @@ def _reduce_behaviour(reduce_gradients: Callable) -> str | None:
     """The student's ``reduce_gradients(model, replicas)`` against the whole batch's gradients (02).
 
     Varied cases: uneven chunks, one replica, a frozen parameter (no replica has a gradient for
-    it, so the model's stays None), a parameter that some replicas only have a gradient for (the
+    it, so the model's ``.grad`` stays as it was: None, or an earlier gradient), a parameter that some replicas only have a gradient for (the
     others' count as nothing), and a model whose ``.grad`` already holds an earlier step's
     gradients: autograd accumulates, so the sum is added.
     """
@@ -61,10 +61,9 @@ def _reduce_behaviour(reduce_gradients: Callable) -> str | None:
         model.zero_grad(set_to_none=True)
         replicas = [copy.deepcopy(model) for _ in x.chunk(n)]
         if earlier:  # an earlier step's gradients, not zeroed: the model's .grad keeps them and adds this step's
-            for p, w in zip(model.parameters(), want):
-                if w is not None:
-                    p.grad = torch.randn_like(p)
-                    w += p.grad
+            for i, (p, w) in enumerate(zip(model.parameters(), want)):
+                p.grad = torch.randn_like(p)  # a frozen parameter too: its .grad from before it was frozen stays
+                want[i] = p.grad.clone() if w is None else w + p.grad
         for r, xi, yi in zip(replicas, x.chunk(n), y.chunk(n)):  # each chunk's share of the batch-mean loss
             (nn.functional.cross_entropy(r(xi), yi, reduction="sum") / rows).backward()
         if partial:  # the last replica has no gradient for the last bias (as if its chunk never used it)
@@ -76,11 +75,17 @@ def _reduce_behaviour(reduce_gradients: Callable) -> str | None:
         where = (f"with {rows} rows on {len(replicas)} replica(s)" + (" and .grad already set" if earlier else "")
                  + (" and one replica without a gradient for a parameter the others have one for" if partial else ""))
         got = [p.grad for p in model.parameters()]
+        if frozen and earlier and model[0].bias.grad is None:
+            return (f"{where} and a frozen parameter whose .grad was already set, your function set it to None; no "
+                    "replica has a gradient for it, so its .grad should stay as it was")
         if any(g is None for g, w in zip(got, want) if w is not None):
             return f"{where}, some of the model's parameters have no .grad after your function"
         if any(g is not None for g, w in zip(got, want) if w is None):
             return (f"{where} and a frozen parameter (no replica has a gradient for it), your function gave it a "
                     ".grad; it should stay None")
+        if frozen and earlier and (model[0].bias.grad - want[1]).abs().max().item() > 0:
+            return (f"{where} and a frozen parameter whose .grad was already set, your function changed it; no "
+                    "replica has a gradient for it, so its .grad should stay as it was")
         if max((g - w).abs().max().item() for g, w in zip(got, want) if w is not None) > 1e-6:
             return (f"{where}, the model's gradients differ from one device's on the whole batch"
                     + (" added to what .grad held before" if earlier else ""))

@@ -4,11 +4,12 @@ from __future__ import annotations
 import statistics
 
 from ..core.device import hardware_label
-from .instruments import LABELS, largest_batches
+from .instruments import LABELS
+from .memory import largest_batches
 from .speed import MARGIN, _side, amdahl_cap
 
 __all__ = ["throughput_lines", "amdahl_sentence", "processes_sentence", "memory_sentences", "forward_sentence",
-           "probe_vs_cut_sentence"]
+           "probe_vs_cut_sentence", "probe_verdict", "probe_peak_sentence"]
 
 
 def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
@@ -43,7 +44,8 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
                "two threads every step, functional_call's parameter swaps and the GIL are candidates)" if slower else "")
             + (f". The forward-only threads' median here, {measured:.2f}×, is above that bound: the bound takes "
                "section 3's pass, timed at another moment, as the work the threads share, each on a core of its "
-               "own; some of that did not hold in these rounds (which part is not split up here)" if above else ""))
+               "own; some of that did not hold in these rounds (which part is not split up here)" if above else "")
+            + ".")
 
 
 def processes_sentence(rounds: dict, single: list | None = None, margin: float = MARGIN) -> str:
@@ -77,13 +79,15 @@ def memory_sentences(budget: int, acc: dict, classes: int = 50_000, margin: floa
     """The formula's largest batches for DataParallel and DDP, why they differ, and the same at ``classes`` (02).
 
     The verdict is given three ways, each within ``margin``: in ``budget`` (where the fixed bytes
-    weigh), per sample of the global batch, and in ``big_budget`` (where they hardly do).
+    weigh), per sample of the global batch, and in ``big_budget`` (where they hardly do). Each
+    design's peak is the larger of its two moments (:func:`peak_moments`), said with the one that
+    decides.
     """
     lim = largest_batches(budget, acc)
-    dp, ddp, per, fixed = lim["data_parallel"], lim["ddp"], lim["per_sample"], lim["fixed"]
+    dp, ddp, per, fixed, binding = lim["data_parallel"], lim["ddp"], lim["per_sample"], lim["fixed"], lim["binding"]
     ratio = ddp / dp if dp else float("inf")
     per_ratio = per["data_parallel"] / per["ddp"]
-    row = acc["per_sample_extra_bytes"] - 8
+    row = acc["output_row_bytes"]
     big = largest_batches(budget, acc, out_row_bytes=4 * classes)["per_sample"]
     far = largest_batches(big_budget, acc)
     far_ratio = far["ddp"] / far["data_parallel"] if far["data_parallel"] else float("inf")
@@ -91,14 +95,21 @@ def memory_sentences(budget: int, acc: dict, classes: int = 50_000, margin: floa
     per_verdict = ("DataParallel's output device needs more per sample" if per_ratio > 1 + margin else
                    "DataParallel's output device needs less per sample" if per_ratio < 1 - margin else
                    f"about the same per sample (within {margin:.0%})")
+    when = {"loss": "while the loss is computed", "backward": "at the end of backward"}
+    diff = fixed["ddp"]["loss"] - fixed["data_parallel"]["loss"]
     return [f"predicted, with a toy budget of {budget:,} B per device: DataParallel's output device is full at a global "
-            f"batch of {dp}, DDP at {ddp}: {_fits(ratio, margin)} ({ratio:.2f}×) in this budget",
-            f"  fixed bytes: DataParallel's output device {fixed['data_parallel']:,} B ({fixed['data_parallel'] / budget:.0%} "
-            f"of the budget), a DDP device {fixed['ddp']:,} B ({fixed['ddp'] / budget:.0%}); the difference: the flat "
-            f"copy of replica 0's gradients at the peak of the reduction",
+            f"batch of {dp}, DDP at {ddp}: {_fits(ratio, margin)} ({ratio:.2f}×) in this budget; the fullest moment "
+            f"there: DataParallel {when[binding['data_parallel']]}, DDP {when[binding['ddp']]}",
+            f"  fixed bytes while the loss is computed: DataParallel's output device {fixed['data_parallel']['loss']:,} B "
+            f"({fixed['data_parallel']['loss'] / budget:.0%} of the budget), a DDP device {fixed['ddp']['loss']:,} B "
+            f"({fixed['ddp']['loss'] / budget:.0%}); the difference, {diff:,} B: DDP's all-reduce buckets, kept from "
+            f"construction",
+            f"  at the end of backward (no activations left): DataParallel's output device {fixed['data_parallel']['backward']:,} B "
+            f"(replica 0's gradients, a flat copy and the sum that becomes .grad, beside the parameters and Adam's state), "
+            f"a DDP device {fixed['ddp']['backward']:,} B",
             f"  per sample of the global batch: DataParallel's output device {per['data_parallel']:,.0f} B, a DDP device "
             f"{per['ddp']:,.0f} B ({per_ratio:.2f}×): {per_verdict}; "
-            f"an output row here is {row} B ({row // 4} classes) against {acc['per_sample_bytes'] - row:,.0f} B of saved "
+            f"an output row here is {row} B ({row // 4} classes) against {acc['activation_bytes_per_sample']:,.0f} B of saved "
             f"activations",
             f"  with {big_budget / 2**30:.0f} GiB per device (a what-if budget where the fixed bytes hardly count): "
             f"DataParallel {far['data_parallel']:,}, DDP {far['ddp']:,}: {_fits(far_ratio, margin)} ({far_ratio:.2f}×)",
@@ -132,3 +143,24 @@ def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int) -> st
             f"all {2 * rows} rows (the probe: one thread on {rows}), and its step also sums the gradients, takes the SGD "
             "step and copies the weights into the replicas on the main thread, which the probe's does not; how much "
             "each part adds is not split up here")
+
+
+def probe_verdict(row: dict, margin: float = MARGIN) -> str:
+    """A probe row's verdict in words: the rule decides it, the median alone does not (02)."""
+    if row["side"] in ("faster", "slower"):
+        return f"{row['side']} in every round"
+    return (f"no clear difference: the rule needs every round more than {margin:.0%} beyond 1× on one side, and "
+            f"these rounds ({row['speedup_min']:.2f}–{row['speedup_max']:.2f}×) are not, whatever the median")
+
+
+def probe_peak_sentence(gil: list[dict]) -> str:
+    """Where the probe's median gain was largest, and whether it kept growing with the batch (02)."""
+    best = max(gil, key=lambda r: r["speedup"])
+    larger = [r for r in gil if r["batch_per_thread"] > best["batch_per_thread"]]
+    head = (f"the probe's median gain was largest at {best['batch_per_thread']} rows per thread "
+            f"({best['speedup']:.2f}×)")
+    if not larger:
+        return head + ", the largest batch probed"
+    return (head + "; at the larger " + ", ".join(f"{r['batch_per_thread']} ({r['speedup']:.2f}×)" for r in larger)
+            + " the median was lower: here the gain did not keep growing with the batch (the probe times whole "
+            "steps: it does not say why)")
