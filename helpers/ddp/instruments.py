@@ -123,11 +123,17 @@ def no_sync_worker(rank: int, world_size: int, accum: int, local_batch: int) -> 
     """One SGD step over ``accum`` micro-batches, plainly and with :func:`accumulate_with_no_sync` (03).
 
     Returns how many buckets DDP all-reduced in each case (a communication hook counts them), the
-    buckets of one backward, and the largest difference between the parameters the two reach.
+    buckets of one backward on a third model of its own (counted apart, not derived from the other
+    two), and the largest difference between the parameters the two reach.
     """
     device = local_device()
     x, y = (t.to(device) for t in rank_share(local_batch * accum * world_size, world_size, rank))
     micro = [(x[i * local_batch:(i + 1) * local_batch], y[i * local_batch:(i + 1) * local_batch]) for i in range(accum)]
+    torch.manual_seed(0)
+    single = ddp_wrap(DigitsCNN().to(device), device)  # one plain backward, only to count its buckets
+    one = BucketCounter()
+    single.register_comm_hook(one, BucketCounter.hook)
+    nn.functional.cross_entropy(single(micro[0][0]), micro[0][1]).backward()
     params, calls = {}, {}
     for use_no_sync in (False, True):
         torch.manual_seed(0)
@@ -145,7 +151,7 @@ def no_sync_worker(rank: int, world_size: int, accum: int, local_batch: int) -> 
         params[use_no_sync] = [p.detach().clone() for p in model.parameters()]
         calls[use_no_sync] = counter.calls
     return {"allreduce_calls_plain": calls[False], "allreduce_calls_no_sync": calls[True],
-            "buckets_per_backward": calls[False] // accum, "max_abs_diff": max_abs_diff(params[False], params[True])}
+            "buckets_per_backward": one.calls, "max_abs_diff": max_abs_diff(params[False], params[True])}
 
 
 def pinned_copy_speed(mb: int = 64, repeats: int = 5) -> dict | None:

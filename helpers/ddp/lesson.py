@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import random
-import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -40,23 +39,18 @@ EXERCISES = [
 ]
 
 
-def _sampler_rule(n: int, k: int, rank: int, drop_last: bool) -> list[int]:
-    """``DistributedSampler``'s rule without shuffling, written out (03): pad by repeating from the start, or cut; deal."""
-    if _rule_calls is not None and sys._getframe(1).f_code is not _indices_behaviour.__code__:
-        _rule_calls.append(1)                            # called by the answer, not by the check
-    per = n // k if drop_last and n % k else -(-n // k)  # every rank the same number
-    return [i % n for i in range(per * k)][rank::k]      # i % n: padding longer than n wraps round again
+def _sampler_says(n: int, k: int, rank: int, drop_last: bool) -> list[int]:
+    """What ``DistributedSampler`` itself gives ``rank`` without shuffling (03): the check's reference, no rule to copy."""
+    from torch.utils.data.distributed import DistributedSampler
 
-
-_rule_calls: list | None = None  # while the check runs: a call into the reference from anywhere but the check
+    return list(DistributedSampler(range(n), num_replicas=k, rank=rank, shuffle=False, drop_last=drop_last))
 
 
 @contextmanager
 def _sampler_watch() -> Iterator[list]:
-    """Notes every ``DistributedSampler`` built or read, and every call into ``_sampler_rule`` but the check's own."""
+    """Notes every ``DistributedSampler`` built or read while the student's function runs (03)."""
     from torch.utils.data.distributed import DistributedSampler
 
-    global _rule_calls
     built: list = []
     init, it = DistributedSampler.__init__, DistributedSampler.__iter__
 
@@ -69,12 +63,10 @@ def _sampler_watch() -> Iterator[list]:
         return it(self)
 
     DistributedSampler.__init__, DistributedSampler.__iter__ = noted_init, noted_iter
-    _rule_calls = built
     try:
         yield built
     finally:
         DistributedSampler.__init__, DistributedSampler.__iter__ = init, it
-        _rule_calls = None
 
 
 def _indices_cases() -> list[tuple[int, int]]:
@@ -85,24 +77,27 @@ def _indices_cases() -> list[tuple[int, int]]:
 
 
 def _indices_behaviour(my_indices: Callable) -> str | None:
-    """The student's ``my_indices(n, world_size, rank, drop_last)`` judged by the sampler's rule on varied cases (03)."""
+    """The student's ``my_indices(n, world_size, rank, drop_last)`` judged against the sampler on varied cases (03).
+
+    The expected indices come from a real ``DistributedSampler``, built before the student's function runs, so
+    this module holds no rule to copy; a ``DistributedSampler`` built or read by the answer is refused.
+    """
+    cases = [(n, k, drop_last, rank) for n, k in _indices_cases() for drop_last in (False, True) for rank in range(k)]
+    wants = [_sampler_says(n, k, rank, drop_last) for n, k, drop_last, rank in cases]
     with _sampler_watch() as built:
-        for n, k in _indices_cases():
-            for drop_last in (False, True):
-                for rank in range(k):
-                    got = my_indices(n, k, rank, drop_last)
-                    if built:
-                        return ("my_indices uses a DistributedSampler or the check's own rule: the exercise is to "
-                                "write the rule yourself, from n, world_size, rank and drop_last")
-                    try:
-                        got = [int(i) for i in got]
-                    except (TypeError, ValueError):
-                        return f"my_indices({n}, {k}, {rank}, {drop_last}) returned {got!r}; return a list of ints"
-                    want = _sampler_rule(n, k, rank, drop_last)
-                    if got != want:
-                        what = _what_differs(got, want, n, k, rank, drop_last)
-                        return (f"my_indices({n}, {k}, {rank}, drop_last={drop_last}) = {got}, not what the sampler "
-                                f"gives (look at the {what})")
+        for (n, k, drop_last, rank), want in zip(cases, wants):
+            got = my_indices(n, k, rank, drop_last)
+            if built:
+                return ("my_indices uses a DistributedSampler, or the check's own reference that builds one: the "
+                        "exercise is to write the rule yourself, from n, world_size, rank and drop_last")
+            try:
+                got = [int(i) for i in got]
+            except (TypeError, ValueError):
+                return f"my_indices({n}, {k}, {rank}, {drop_last}) returned {got!r}; return a list of ints"
+            if got != want:
+                what = _what_differs(got, want, n, k, rank, drop_last)
+                return (f"my_indices({n}, {k}, {rank}, drop_last={drop_last}) = {got}, not what the sampler "
+                        f"gives (look at the {what})")
     return None
 
 

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from ..core.plots import finish
-from .scaling import scaling_summary
+from .scaling import compute_only_ideal, scaling_summary
 
 __all__ = ["plot_scaling"]
 
@@ -27,12 +27,17 @@ def plot_scaling(rows: list[dict], label: str = "") -> Figure | None:
     med = [r["speedup"] for r in rows]
     err = [[m - r["speedup_min"] for m, r in zip(med, rows)], [r["speedup_max"] - m for m, r in zip(med, rows)]]
     ax[1].errorbar(gb, med, yerr=err, fmt="s-", color="C1", capsize=4,
-                   label=f"{n} vs 1 process: median, bar = range of {rows[0]['repeats']} repeats")
+                   label=f"median of the {rows[0]['repeats']} repeats' speedups (each timed side by side), "
+                         "bar = their range")
+    ideal = compute_only_ideal(rows)
+    if ideal:  # where the share B/N was timed: 1 process's step at B over its step at B/N
+        ax[1].plot(list(ideal), list(ideal.values()), "D", color="C2", mfc="none", ms=8,
+                   label=f"compute-only ideal: 1 process's step at B / at B/{n}")
     ax[1].axhline(1, color="black", lw=0.8, ls="--", label="1× (no gain)")
-    ax[1].axhline(n, color="gray", ls=":", label=f"ideal ({n}×)")
-    ax[0].set(ylabel="samples / s", title="throughput")
+    ax[1].axhline(n, color="gray", ls=":", label=f"{n}× (ideal if 1 process's time per sample did not change)")
+    ax[0].set(ylabel="samples / s", title="throughput, median of each side\n(their ratio is not the median speedup)")
     title = "\n".join(textwrap.fill(line, 62) for line in scaling_summary(rows)["title"].split("\n"))
-    ax[1].set(ylabel=f"speedup ({n} vs 1 process)", title=title, ylim=(0, max(n, max(r["speedup_max"] for r in rows)) * 1.1))
+    ax[1].set(ylabel=f"speedup ({n} vs 1 process)", title=title, ylim=(0, max(n, *ideal.values(), *(r["speedup_max"] for r in rows)) * 1.1))
     for a in ax:
         a.set_xscale("log")
         a.xaxis.set_major_locator(FixedLocator(gb))

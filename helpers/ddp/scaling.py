@@ -181,44 +181,86 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
     title += "\nspeedup " + ("; ".join(moves) if moves else "not told apart between any two batches")
     ar_ms = rows[0]["allreduce_s"] * 1e3
     share = ", ".join(f"{100 * rows[0]['allreduce_s'] / by[b]['step_s_n']:.0f} % at {b}" for b in batches)
-    small = batches[0]
-    ideal_ms, got_ms = by[small]["step_s_1"] / n * 1e3, by[small]["step_s_n"] * 1e3
-    lines.append("")  # a paragraph: where the time goes
-    lines.append(f"At batch {small}, 1/{n} of the 1-process step would be {ideal_ms:.2f} ms; {n} processes took "
-                 f"{got_ms:.2f} ms a step, {got_ms - ideal_ms:+.2f} ms against perfect splitting.")
+    ideal = compute_only_ideal(rows)
+    if moves and any(abs(ideal[b] / n - 1) > margin for b in ideal):
+        lines.append(f"Those differences are not all DDP's: 1 process's own cost per sample changes with the batch "
+                     f"(next paragraph).")
+    lines += _baseline_lines(by, batches, n, reps, ideal, margin)
+    lines += ["", "Where the time goes:"]
+    halves = [b for b in batches if b in ideal]
+    if halves:  # the N processes against 1 process computing one share alone: the time the N processes add
+        b = halves[0]
+        alone_ms, got_ms = by[b // n]["step_s_1"] * 1e3, by[b]["step_s_n"] * 1e3
+        lines.append(f"At batch {b} each process computes on {b // n} samples, a step 1 process took {alone_ms:.2f} ms "
+                     f"alone (at batch {b // n}); {n} processes took {got_ms:.2f} ms a step, {got_ms - alone_ms:+.2f} ms "
+                     f"more.")
+        rest = ("a step lasting as long as its slower rank (the time kept is the slower rank's), the all-reduce "
+                "inside a step sharing the cores with the other process's compute, and the processes sharing the "
+                "machine's memory")
+    else:
+        b = batches[0]
+        alone_ms, got_ms = by[b]["step_s_1"] / n * 1e3, by[b]["step_s_n"] * 1e3
+        lines.append(f"At batch {b}, 1/{n} of the 1-process step would be {alone_ms:.2f} ms; {n} processes took "
+                     f"{got_ms:.2f} ms a step, {got_ms - alone_ms:+.2f} ms against perfect splitting.")
+        rest = ("what else does not split (the optimizer step, each step's fixed cost), a step lasting as long as its "
+                "slower rank (the time kept is the slower rank's), and the all-reduce inside a step sharing the cores "
+                "with the other process's compute")
     lines.append(f"One bare all-reduce of the {rows[0]['allreduce_bytes_per_step'] / 1e3:.0f} KB of gradients took "
                  f"{ar_ms:.2f} ms, the same work at every batch; against the {n}-process step time that is {share}.")
-    if got_ms - ideal_ms > ar_ms:
-        lines.append(f"A bare all-reduce, timed alone, takes {ar_ms:.2f} of those {got_ms - ideal_ms:.2f} ms. The rest "
-                     f"is not timed part by part here; candidates: what else does not split (the optimizer step, "
-                     f"each step's fixed cost), a step lasting as long as its slower rank (the time kept is the "
-                     f"slower rank's), and the all-reduce inside a step sharing the cores with the other "
-                     f"process's compute.")
-    lines += _above_ideal(by, batches, n, reps)
+    if got_ms - alone_ms > ar_ms:
+        lines.append(f"A bare all-reduce, timed alone, takes {ar_ms:.2f} of those {got_ms - alone_ms:.2f} ms. The rest "
+                     f"is not timed part by part here; candidates: {rest}.")
+    else:
+        lines.append(f"Those {got_ms - alone_ms:.2f} ms are less than one bare all-reduce timed alone ({ar_ms:.2f} ms): "
+                     f"the two were timed apart, and this run does not split a step into its parts, so it cannot say "
+                     f"how much of the all-reduce a step pays.")
     return {"best": best, "worst": worst, "verdicts": {b: verdict(b) for b in batches}, "trend": trend,
-            "title": title, "text": "\n".join(lines)}
+            "title": title, "ideal": ideal, "text": "\n".join(lines)}
 
 
-def _above_ideal(by: dict, batches: list[int], n: int, reps: int) -> list[str]:
-    """Repeats above the ideal N×: what the run can say of them (03): 1 process's cost per sample at B and B/N."""
+def compute_only_ideal(rows: list[dict]) -> dict:
+    """Per global batch B whose share B/N was timed too: the speedup N processes would reach computing alone (03).
+
+    Each of the N processes computes on B/N samples; 1 process took ``step_s_1[B/N]`` for that. With nothing to
+    all-reduce, and each process as fast as 1 process alone, N processes would take that long a step, so the
+    ideal is ``step_s_1[B] / step_s_1[B/N]`` = N × (1 process's time per sample at B) / (at B/N): N× only when
+    1 process's time per sample is the same at B and at B/N.
+    """
+    by = {r["global_batch"]: r for r in rows}
+    n = rows[0]["processes"]
+    return {b: by[b]["step_s_1"] / by[b // n]["step_s_1"] for b in sorted(by) if b % n == 0 and b // n in by}
+
+
+def _baseline_lines(by: dict, batches: list[int], n: int, reps: int, ideal: dict, margin: float) -> list[str]:
+    """What 1 process's cost per sample at B and at B/N does to the ideal N×, generated from the run (03)."""
     us = {b: 1e6 * by[b]["step_s_1"] / b for b in batches}
-    lines = ["", "1 process's time per sample (median step / batch): "
+    lines = ["", "Against the compute-only ideal:", "1 process's time per sample (median step / batch): "
              + ", ".join(f"{us[b]:.0f} µs at {b}" for b in batches) + "."]
-    above = [b for b in batches if by[b]["speedup_max"] > n]
-    for b in above:
-        part = b // n  # what each of the N processes computes on at global batch b
-        head = (f"At batch {b} a repeat went above the ideal {n}× ({by[b]['speedup_max']:.2f}×). Each of the {n} "
-                f"processes computes on {part} samples there")
-        if part * n != b or part not in us:
-            lines.append(f"{head}, a batch not timed alone here; {reps} repeats cannot tell it from timing noise.")
-        elif us[b] > us[part]:
-            lines.append(f"{head}, and 1 process took more per sample at {b} than at {part} ({us[b]:.0f} against "
-                         f"{us[part]:.0f} µs), so a gain above {n}× can be real here; {reps} repeats cannot tell it "
+    for b in batches:
+        r, part = by[b], b // n
+        if b in ideal:
+            line = (f"At batch {b} each of the {n} processes computes on {part} samples, which 1 process did at "
+                    f"{us[part]:.0f} µs a sample against {us[b]:.0f} µs at {b}: computing alone, with nothing to "
+                    f"all-reduce, {n} processes would be {ideal[b]:.2f}× faster (the compute-only ideal), not {n}×; "
+                    f"measured {r['speedup']:.2f}×, {100 * r['speedup'] / ideal[b]:.0f} % of it.")
+            if ideal[b] > n * (1 + margin):
+                line += (f" Part of the speedup at {b} is a baseline effect: 1 process is slower per sample at {b} "
+                         f"than at {part}, which the {n} processes, on {part} samples each, escape.")
+            elif ideal[b] < n / (1 + margin):
+                line += (f" 1 process is slower per sample at {part} than at {b}: that keeps the speedup at {b} "
+                         f"below {n}× even with nothing to all-reduce.")
+            if r["speedup_max"] > ideal[b]:
+                line += (f" A repeat went above that ideal ({r['speedup_max']:.2f}×); {reps} repeats cannot tell it "
                          f"from timing noise.")
-        else:
-            lines.append(f"{head}; 1 process took no more per sample at {b} than at {part} ({us[b]:.0f} against "
-                         f"{us[part]:.0f} µs), so that does not explain it; {reps} repeats cannot tell it from timing "
-                         f"noise.")
+            lines.append(line)
+        elif r["speedup_max"] > n:
+            lines.append(f"At batch {b} a repeat went above the ideal {n}× ({r['speedup_max']:.2f}×). Each of the {n} "
+                         f"processes computes on {part} samples there, a batch not timed alone here; {reps} repeats "
+                         f"cannot tell it from timing noise.")
+    if not ideal:
+        lines.append(f"No batch here has its share (batch / {n}) timed too, so the compute-only ideal is not known; "
+                     f"{n}× assumes that 1 process's time per sample is the same at every batch, which the line "
+                     f"above shows it is not.")
     return lines
 
 
