@@ -252,15 +252,19 @@ def test_freezing_and_restoring_the_parameters_passes():
     assert ok, msg
 
 
-def test_the_load_average_is_read_against_the_cpus():
-    for load, cpus in ((0.5, 2), (1.9, 2), (3.9, 4)):     # below the CPUs: no claim that a CPU sat free
-        text = lesson.load_meaning(load, cpus)
-        assert "fewer tasks" in text and "free" not in text and "does not rule out" in text, text
-    for load, cpus in ((2.15, 2), (2.0, 2)):
-        assert "may have competed with these runs" in lesson.load_meaning(load, cpus)
-    for load in (0.5, 2.0):                              # state D counts too: not only tasks that "want to run"
-        text = lesson.load_meaning(load, 2)
+def test_the_load_average_is_read_against_the_cpus_the_runs_leave_free():
+    shared = "shared CPUs with it"
+    for load, cpus, threads in ((1.67, 2, 2), (0.3, 2, 2), (1.5, 2, 1), (2.5, 4, 2)):   # above c - n: competition
+        text = lesson.load_meaning(load, cpus, threads)
+        assert shared in text and f"leaves {cpus - threads} of the {cpus}" in text, text
+        assert "does not rule out" not in text and "fewer tasks" not in text, text   # no reassurance
+    for load, cpus, threads in ((0.5, 2, 1), (1.9, 4, 2), (2.0, 4, 2)):   # at most c - n: no claim that none competed
+        text = lesson.load_meaning(load, cpus, threads)
+        assert shared not in text and "does not rule out" in text, text
+    for load in (0.5, 2.0):          # state D counts too; this kernel's own work and the whole system's tasks count
+        text = lesson.load_meaning(load, 2, 2)
         assert "disk I/O" in text and "wanted to run" not in text and "last minute" in text, text
+        assert "this kernel's" in text and "whole system's" in text and "host" in text, text
 
 
 @pytest.mark.skipif(not (lesson.openmp_runtime() or "").count("libgomp"), reason="needs Linux with libgomp loaded")
@@ -340,3 +344,49 @@ def test_the_drop_last_question_refuses_the_batch_count():
     assert verify("00.batches_of_100", 57)[0]
     for wrong in (len(make_loaders(batch_size=100)["train"]), 12, 100 - 57, 1257, 0):
         assert not verify("00.batches_of_100", wrong)[0], wrong
+
+
+def hands_the_model_back_elsewhere(model, loader):   # right, then moves the model (to meta: testable on a CPU)
+    value = right(model, loader)
+    model.to("meta")
+    return value
+
+
+def moves_the_model_to_the_cpu(model, loader):       # the classic: brings the model to the batches
+    model.to("cpu")
+    return right(model, loader)
+
+
+def hands_it_back_in_double(model, loader):          # right, then changes the parameters' dtype
+    value = right(model, loader)
+    model.double()
+    return value
+
+
+def nudges_the_weights(model, loader):               # right, then changes a parameter's values
+    value = right(model, loader)
+    with torch.no_grad():
+        next(model.parameters()).add_(1e-3)
+    return value
+
+
+def test_a_model_handed_back_on_another_device_is_refused():
+    ok, msg = verify(EX, hands_the_model_back_elsewhere)
+    assert not ok and "handed the model back on meta" in msg and "Hint" in msg, msg
+
+
+@pytest.mark.parametrize("fn", [hands_it_back_in_double, nudges_the_weights])
+def test_a_model_handed_back_with_changed_parameters_is_refused(fn):
+    ok, msg = verify(EX, fn)
+    assert not ok and "changed the model's parameters" in msg and "Hint" in msg, msg
+
+
+def test_the_passing_message_says_what_a_cpu_only_machine_could_not_test():
+    msg = " ".join(verify(EX, right)[1].split())
+    assert msg.startswith("✅") and "could not test that your batches go where the model is" in msg, msg
+
+
+@pytest.mark.skipif(not (torch.cuda.is_available() or torch.backends.mps.is_available()), reason="needs a GPU or MPS")
+def test_moving_the_model_to_the_cpu_is_refused_where_a_gpu_exists():
+    ok, msg = verify(EX, moves_the_model_to_the_cpu)
+    assert not ok and "handed the model back on cpu" in msg, msg

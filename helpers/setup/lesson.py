@@ -39,8 +39,9 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
     ``evaluate`` out of reach and autograd watched (00). One model has BatchNorm and is handed over in training
     mode (a function without ``model.eval()`` answers differently), and again in evaluation mode, to go back in
     it (an unconditional ``model.train()`` at the end fails); where a GPU or MPS exists, one model sits there
-    (a function that does not send batches to the model's device fails). Every expected fraction is counted before
-    the student's function runs, by a local loop that no module exposes."""
+    (a function that does not send batches to the model's device fails). Each model must come back on the device,
+    and with the parameter values and dtypes, it came with (``model.to("cpu")`` fails where a GPU exists). Every
+    expected fraction is counted before the student's function runs, by a local loop that no module exposes."""
     import copy
 
     import torch
@@ -48,7 +49,7 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
     from torch.utils.data import DataLoader, Subset
 
     from ..core.data import load_datasets
-    from ..core.device import get_device
+    from ..core.device import get_device, model_device
     from ..core.models import MLP, DigitsCNN
     from ..core.saved import SavedTensorTracker
 
@@ -90,6 +91,8 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
     with _reference_hidden(accuracy) as calls:
         for model, (eval_frac, train_frac), (_, loader, what, came_training) in zip(models, expected, cases):
             model.train(came_training)
+            came_on = model_device(model)
+            came_as = [(p.device, p.dtype, p.detach().clone()) for p in model.parameters()]
             try:
                 with SavedTensorTracker() as tracker:
                     got = accuracy(model, loader)
@@ -130,6 +133,16 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
                 return tr("00.froze_params", "for {what}, your function left {n} of the model's parameter tensors "
                           "with requires_grad=False: training would no longer update them. Leave the model's "
                           "parameters as they came", what=what, n=frozen)
+            if model_device(model) != came_on:
+                return tr("00.moved_model", "for {what}, your function handed the model back on {now}; it came on "
+                          "{came}, where the training that goes on after your function expects it. Send the batches "
+                          "to the model's device, not the model to where the batches are", what=what,
+                          now=str(model_device(model)), came=str(came_on))
+            if any(p.device != d or p.dtype != t or not torch.equal(p.detach(), v)
+                   for p, (d, t, v) in zip(model.parameters(), came_as)):
+                return tr("00.changed_params", "for {what}, your function changed the model's parameters (their "
+                          "values, dtype or device): evaluation only reads them. Hand them back as they came",
+                          what=what)
     return None
 
 
@@ -160,7 +173,9 @@ EXERCISES = [
              hint="What does autograd keep while a forward runs, and which context tells it not to? Batches go "
                   "where the model is; a prediction is the class with the largest output, and the last batch can "
                   "be smaller than the others. Which of a model's layers behave differently in evaluation?",
-             why="Without a graph, evaluation keeps no activations: it needs a fraction of training's memory."),
+             why="Without a graph, evaluation keeps no activations: it needs a fraction of training's memory. "
+                 "On a machine with no GPU or MPS, the check had no second device to put a model on, so it could not "
+                 "test that your batches go where the model is; on one that has, it does."),
 ]
 
 
@@ -181,17 +196,22 @@ def threads_verdict(runs: list[tuple[int, float]], default: int) -> tuple[int, s
                      f"default, {default} thread(s)")
 
 
-def load_meaning(load: float, cpus: int) -> str:
-    """What a 1-minute load average says about section 3's timings, generated from the numbers (00). On Linux it
-    counts tasks running or waiting for a CPU (state R) and tasks waiting for disk I/O (state D), as a damped
-    average weighted towards the last minute: a few seconds of timing runs weigh little in it."""
-    busy = "running, waiting for a CPU or waiting for disk I/O"
-    if load >= cpus:
-        return (f"load {load:.2f} >= {cpus} logical CPU(s): in the damped average of about the last minute, at least "
-                f"as many tasks were {busy} as there are CPUs, so other work may have competed with these runs")
-    return (f"load {load:.2f} < {cpus} logical CPU(s): in the damped average of about the last minute, fewer tasks "
-            f"were {busy} than there are CPUs; an average does not rule out moments when other work competed "
-            f"with these runs")
+def load_meaning(load: float, cpus: int, threads: int) -> str:
+    """What a 1-minute load average, read just before section 3's runs, says about them, generated from the numbers
+    (00). On Linux it counts tasks running or waiting for a CPU (state R) and tasks waiting for disk I/O (state D),
+    the whole system's (a container's host's), this kernel's own among them, as a damped average weighted towards
+    the last minute. A run with ``threads`` threads on ``cpus`` CPUs leaves ``cpus - threads`` of them to everything
+    else: a load above that means other work, on average, wanted more CPUs than the run left free."""
+    spare = max(cpus - threads, 0)
+    busy = (f"load {load:.2f} on {cpus} logical CPU(s) just before these runs: over about the last minute, "
+            f"{load:.1f} tasks on average were running or waiting for a CPU or for disk I/O (this kernel's earlier "
+            f"cells among them; on Linux the count is the whole system's: in a container, the host's)")
+    if load > spare:
+        return (f"{busy}. A {threads}-thread run leaves {spare} of the {cpus} CPU(s) to everything else, less than "
+                f"those {load:.1f}: where other work went on during the runs, the {threads}-thread runs shared CPUs "
+                f"with it, and their times include waiting for a CPU")
+    return (f"{busy}. A {threads}-thread run leaves {spare} of the {cpus} CPU(s) to everything else, at least "
+            f"those {load:.1f}; an average does not rule out moments when other work competed with these runs")
 
 
 def openmp_runtime() -> str | None:
