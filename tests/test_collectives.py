@@ -70,6 +70,15 @@ def all_reduce_on_the_process_group(t):
     distributed_c10d._get_default_group().allreduce([t]).wait()
 
 
+def ring_with_a_process_group_all_reduce_besides(t):
+    """Wrong: a right ring's messages, but the result from the process group's all-reduce, past dist's functions."""
+    from torch.distributed import distributed_c10d
+    full = t.clone()
+    distributed_c10d._get_default_group().allreduce([full]).wait()
+    ring_that_leaves_rank_r_piece_r(t.clone())
+    t.copy_(full)
+
+
 def the_recipes_own_ring(t):
     """Wrong: the recipe's ring_reduce_scatter as it is: rank r ends with chunk r + 1 complete, not chunk r."""
     from helpers.collectives.recipe import ring_reduce_scatter
@@ -114,7 +123,8 @@ RIGHT = (ring_that_leaves_rank_r_piece_r, ring_with_batched_p2p)
 WRONG = {  # each wrong answer, and what the check says about it
     plain_all_reduce: "dist.all_reduce, a collective",
     all_reduce_imported_by_name: "dist.all_reduce, a collective",
-    all_reduce_on_the_process_group: "sent 0 and received 0 messages",
+    all_reduce_on_the_process_group: "dist.ProcessGroup.allreduce, a collective",
+    ring_with_a_process_group_all_reduce_besides: "dist.ProcessGroup.allreduce, a collective",
     the_recipes_own_ring: "rank r must end with piece r complete",
     the_recipes_ring_then_one_more_step: "sent 4 and received 4 messages",
     direct_exchange: "only to its right neighbour",
@@ -153,10 +163,13 @@ def test_the_ring_check_leaves_torch_distributed_as_it_found_it():
 
     from helpers.collectives import MessageLog
     before = (dist.isend, dist.all_reduce, distributed_c10d.isend, distributed_c10d.recv)
+    pg_before = (dist.ProcessGroup.__dict__["allreduce"], dist.ProcessGroup.__dict__["send"])
     namespace = {"all_reduce": dist.all_reduce, "other": 1}
     with MessageLog(namespace):
         assert dist.isend is not before[0] and namespace["all_reduce"] is not before[1]
+        assert dist.ProcessGroup.__dict__["allreduce"] is not pg_before[0]
     assert (dist.isend, dist.all_reduce, distributed_c10d.isend, distributed_c10d.recv) == before
+    assert (dist.ProcessGroup.__dict__["allreduce"], dist.ProcessGroup.__dict__["send"]) == pg_before
     assert namespace == {"all_reduce": before[1], "other": 1}
 
 
@@ -233,7 +246,7 @@ def test_scratch_ddp_equals_ddp():
 
 
 def all_to_all_without_backend_support(rank, world_size):
-    """all_to_all where the backend refuses it (gloo in torch 2.11): the isend/recv path (module level: ranks import it)."""
+    """all_to_all where the backend refuses it (gloo before pytorch#165435): the isend/recv path (module level: ranks import it)."""
     import torch.distributed as dist
 
     from helpers.collectives import instruments
@@ -252,6 +265,26 @@ def test_all_to_all_falls_back_to_point_to_point_where_the_backend_lacks_it():
     res = launch(all_to_all_without_backend_support, nprocs=3, verbose=False)
     assert all(how == "isend/recv" for how, _ in res)
     assert [vals for _, vals in res] == [[10.0 * j + r for j in range(3)] for r in range(3)]
+
+
+def test_the_sweep_fits_the_step_over_every_size_and_keeps_each_size_s_worst_time():
+    from helpers.collectives import run_sweep
+    sizes = (2**10, 2**12, 2**14)
+    sweep = run_sweep(sizes, nprocs=2, repeats=2, big=2**14)
+    rows = sweep["sizes"]
+    assert [r["bytes"] for r in rows] == list(sizes) and sweep["repeats"] == 2
+    alpha, beta = fit_alpha_beta([r["bytes"] / 2 for r in rows], [r["step_s"] for r in rows])  # a fit, not one size's time
+    assert (sweep["step_alpha_s"], sweep["step_beta_s_per_byte"]) == (alpha, beta)
+    assert all(r[k + "_worst"] >= r[k + "_s"] > 0 for r in rows for k in ("gloo", "ring", "step", "add"))
+    assert all(r["ring_model_s"] == pytest.approx(ring_model_time(r["bytes"], 2, alpha, beta, sweep["add_gamma_s_per_byte"]))
+               for r in rows)
+
+
+def test_the_collectives_say_which_way_all_to_all_was_done():
+    from helpers.collectives import run_collectives
+    held = run_collectives(nprocs=2)
+    assert held["all_to_all"][0]["how"] in ("all_to_all", "isend/recv")
+    assert [r["after"] for r in held["all_to_all"]] == [[0.0, 10.0], [1.0, 11.0]]
 
 
 # --- DDP from scratch where it used to differ from DDP: buffers, unused parameters, two backward passes, empty buckets

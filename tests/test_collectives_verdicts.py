@@ -58,21 +58,74 @@ def _ring_sweep(measured_over_predicted: list[float], extra_ms: list[float] | No
 
 def test_the_ring_prediction_is_printed_at_every_size_not_only_where_it_fits():
     lines = ring_prediction_lines(_ring_sweep([3.0, 2.5, 1.05, 0.97]))
-    assert sum("predicted" in line and "ring" in line for line in lines[:4]) == 4
-    assert "within 15% of the prediction at: 16 KiB, 64 KiB" in lines
+    assert lines[0].split()[:5] == ["size", "all_reduce", "ring", "one", "step"]
+    assert sum("ms" in line and "×" in line for line in lines[1:5]) == 4
+    assert "ring within 15% of its prediction at: 16 KiB, 64 KiB" in lines
     slower = next(line for line in lines if line.startswith("slower than predicted"))
-    assert "1 KiB, 4 KiB" in slower and "×2.5–×3.0" in slower
-    assert any("no term for a cost per call" in line for line in lines)
+    assert "1 KiB, 4 KiB" in slower
 
 
-def test_a_steady_excess_is_called_a_fixed_cost_and_a_changing_one_is_not():
-    steady = "\n".join(ring_prediction_lines(_ring_sweep([0] * 4, extra_ms=[0.6, 0.5, 0.55, 0.0])))
-    assert "as a fixed cost per call would" in steady and "does not explain it" not in steady
-    changing = "\n".join(ring_prediction_lines(_ring_sweep([0] * 4, extra_ms=[0.2, 0.9, 0.0, 0.0])))
-    assert "a fixed cost per call alone does not explain it" in changing
+def test_each_size_s_step_time_is_printed():
+    sweep = _ring_sweep([1.0, 1.0])
+    sweep["sizes"][0]["step_s"], sweep["sizes"][1]["step_s"] = 1.234e-3, 2.346e-3
+    text = "\n".join(ring_prediction_lines(sweep))
+    assert "1.23 ms" in text and "2.35 ms" in text
+
+
+def test_an_excess_above_the_ring_s_fastest_call_is_not_called_a_cost_per_call():
+    # the ring's fastest call (1 KiB, excess 0) bounds any cost every call pays: 0.2 ms + 1 KiB · 1 ns
+    big = "\n".join(ring_prediction_lines(_ring_sweep([0] * 4, extra_ms=[0.0, 0.9, 0.0, 0.0])))
+    assert "the excess at 4 KiB is more than that: not a fixed cost per call" in big
+    assert "could be such a cost" not in big
+    small = "\n".join(ring_prediction_lines(_ring_sweep([0] * 4, extra_ms=[0.0, 0.15, 0.1, 0.0])))
+    assert "could be such a cost" in small and "not a fixed cost per call" not in small
+
+
+def _falling_ring(spread: float | None) -> dict:
+    sweep = _ring_sweep([5.0, 1.0, 1.0, 1.0])  # the ring's 1 KiB time 5× its prediction: above its 4 KiB time
+    for i, r in enumerate(sweep["sizes"]):
+        r["gloo_s"], r["step_s"] = 1e-4 * (i + 1), 1e-4 * (i + 1)
+        if spread is not None:
+            r.update(gloo_worst=r["gloo_s"], step_worst=r["step_s"], ring_worst=r["ring_s"] * spread)
+    return sweep
+
+
+def test_a_time_that_falls_as_the_bytes_grow_is_said_and_judged_by_its_repeats():
+    text = "\n".join(ring_prediction_lines(_falling_ring(None)))
+    assert "a time falls as the bytes grow (ring " in text and "at 1 KiB →" in text and "cannot give that" in text
+    assert "all_reduce" not in text.split("a time falls")[1].split(":")[0]   # only the series that fell is named
+    loud = "\n".join(ring_prediction_lines(_falling_ring(3.0)))
+    assert "slowest ×3.0 the best" in loud and "ring at 1 KiB: repeats far apart, a sign of load" in loud
+    assert "CPU cores" in loud and "not a passing burst" not in loud
+    quiet = "\n".join(ring_prediction_lines(_falling_ring(1.2)))
+    assert "ring at 1 KiB: repeats within ×1.5 of each other, so not a passing burst of load" in quiet
+    assert "sign of load" not in quiet
+    steady = _ring_sweep([1.0, 1.0, 1.0, 1.0])
+    for i, r in enumerate(steady["sizes"]):
+        r["gloo_s"], r["step_s"] = 1e-4 * (i + 1), 1e-4 * (i + 1)
+    assert not any("a time falls" in line for line in ring_prediction_lines(steady))
+
+
+def test_excesses_above_and_below_the_fastest_call_are_each_said():
+    text = "\n".join(ring_prediction_lines(_ring_sweep([0] * 4, extra_ms=[0.0, 0.9, 0.1, 0.0])))
+    assert "the excess at 4 KiB is more than that" in text and "the excess at 16 KiB is not" in text
 
 
 def test_a_ring_that_fits_everywhere_gets_no_why_and_a_faster_one_is_said_faster():
     lines = ring_prediction_lines(_ring_sweep([1.0, 1.1, 0.9]))
-    assert not any(line.startswith(("slower", "faster", "  why")) for line in lines)
-    assert any(line.startswith("faster than predicted at 4 KiB") for line in ring_prediction_lines(_ring_sweep([1.0, 0.5])))
+    assert not any(line.startswith(("slower", "faster", "  a cost")) for line in lines)
+    faster = [line for line in ring_prediction_lines(_ring_sweep([1.0, 0.5])) if line.startswith("faster than predicted")]
+    assert faster and faster[0].startswith("faster than predicted at 4 KiB") and "fitted to its parts" in faster[0]
+
+
+def test_the_ddp_verdict_says_when_neither_bucketing_nor_overlap_helped():
+    assert "neither bucketing nor overlap shows a benefit" in ddp_verdict(_scratch(1.14, 1.07, 1.12))
+    assert "neither" not in ddp_verdict(_scratch(1.6, 1.30, 1.25))   # bucketing helped
+    assert "neither" not in ddp_verdict(_scratch(1.35, 1.30, 1.10))  # overlap helped
+
+
+def test_a_negative_fitted_alpha_is_said_not_to_describe_the_times():
+    sweep = _ring_sweep([1.0, 1.0])
+    assert not any("negative" in line for line in ring_prediction_lines(sweep))
+    sweep["step_alpha_s"] = -5e-5
+    assert any(line.startswith("one step's fitted α is negative (-50 µs)") for line in ring_prediction_lines(sweep))

@@ -30,10 +30,10 @@ SWEEP_SIZES = tuple(4**k * 2**10 for k in range(8))  # 1 KiB, 4 KiB, … 16 MiB
 
 
 def all_to_all(outputs: list[torch.Tensor], inputs: list[torch.Tensor]) -> str:
-    """``dist.all_to_all``, or the same exchange with ``isend``/``recv`` where the backend lacks it (08).
+    """``dist.all_to_all``, or the same exchange by ``isend``/``recv`` where the backend refuses it; returns which (08).
 
-    gloo has all-to-all only in recent torch (2.11 refuses it); the result is the same: rank r's
-    ``outputs[j]`` is rank j's ``inputs[r]``. Returns how it was done.
+    gloo gained all-to-all in https://github.com/pytorch/pytorch/pull/165435. Either way rank r's
+    ``outputs[j]`` ends as rank j's ``inputs[r]``.
     """
     try:
         dist.all_to_all(outputs, inputs)
@@ -54,13 +54,9 @@ def all_to_all(outputs: list[torch.Tensor], inputs: list[torch.Tensor]) -> str:
 
 
 def collectives_worker(rank: int, world_size: int) -> dict:
-    """Run each collective once on small tensors; return what this rank held before and after (08).
+    """Each collective once; what this rank held before and after, and reduce-scatter then all-gather (08).
 
-    Rank ``r`` starts with ``[10r, 10r + 1, …]`` (one value per rank), so every number says where it
-    came from. ``reduce`` defines the result on its destination only (rank 0): the other ranks'
-    ``after`` is None. Then reduce-scatter followed by all-gather, under :data:`COMPOSED`. The
-    list forms (``all_gather``, ``reduce_scatter``, ``all_to_all``) are used; where gloo lacks
-    all-to-all (older torch), :func:`all_to_all` does it with ``isend``/``recv``.
+    Rank ``r`` starts with ``[10r, 10r + 1, …]``. ``reduce``'s result is defined on rank 0 only.
     """
     dev, n = local_device(), world_size
     start = (10.0 * rank + torch.arange(n, dtype=torch.float32)).to(dev)
@@ -84,10 +80,11 @@ def collectives_worker(rank: int, world_size: int) -> dict:
             dist.reduce_scatter(t, list(start.clone().chunk(n)))
         elif op == "all_to_all":
             parts = [torch.empty(1, device=dev) for _ in range(n)]
-            all_to_all(parts, list(start.clone().chunk(n)))
+            how = all_to_all(parts, list(start.clone().chunk(n)))
             t = torch.cat(parts)
         after = None if (op == "reduce" and rank != 0) else t.cpu().tolist()
         out[op] = {"before": before.cpu().tolist(), "after": after}
+    out["all_to_all"]["how"] = how  # "all_to_all" or "isend/recv": which path the wrapper took
     piece = torch.empty(1, device=dev)  # all-reduce composed of the two halves, really called
     dist.reduce_scatter(piece, list(start.clone().chunk(n)))
     parts = [torch.empty(1, device=dev) for _ in range(n)]
@@ -187,18 +184,28 @@ def sweep_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int)
 
     One ring step (send ``bytes / n`` to the right while receiving as much from the left) and one
     addition of a received chunk are the ring's building blocks: timed alone, they give the α, β
-    and γ of the ring model (:func:`ring_model_time`).
+    and γ of the ring model (:func:`ring_model_time`). Every repeat times every size in turn, so a
+    burst of outside load falls on different sizes in different repeats, not on all repeats of one
+    size; each time is the best of ``repeats`` (``<name>_worst``: the slowest).
     """
     dev = local_device()
-    out = []
+    plans = []
     for size in sizes:
         x = torch.ones(size // 4, device=dev)
         part, recv = x[:size // 4 // world_size].clone(), torch.empty(size // 4 // world_size, device=dev)
-        inner = max(2, min(50, 2**20 // size))  # more calls per timing for small messages: less noise
-        t = _best_times({"gloo_s": lambda: dist.all_reduce(x), "ring_s": lambda: ring_all_reduce(x),
-                         "step_s": lambda: _exchange(part, recv), "add_s": lambda: part.add_(recv)}, repeats, inner, dev)
-        out.append({"bytes": size, **t})
-    return out
+        fns = {"gloo_s": lambda x=x: dist.all_reduce(x), "ring_s": lambda x=x: ring_all_reduce(x),
+               "step_s": lambda p=part, r=recv: _exchange(p, r), "add_s": lambda p=part, r=recv: p.add_(r)}
+        for fn in fns.values():
+            fn()  # warm-up: connections, allocations
+        plans.append((size, max(2, min(50, 2**20 // size)), fns))  # more calls per timing for small messages
+    times = [{name: [] for name in fns} for _, _, fns in plans]
+    for _ in range(repeats):
+        for (size, inner, fns), t in zip(plans, times):
+            for name, fn in fns.items():
+                dist.barrier()
+                t[name].append(agree(seconds_per_call(fn, inner, dev), "max"))
+    return [{"bytes": size, **{k: min(v) for k, v in t.items()}, **{k[:-2] + "_worst": max(v) for k, v in t.items()}}
+            for (size, _, _), t in zip(plans, times)]
 
 
 def two_point_alpha_beta(nbytes: Sequence[float], seconds: Sequence[float]) -> tuple[float, float]:
@@ -258,14 +265,15 @@ def run_sweep(sizes: Sequence[int] = SWEEP_SIZES, nprocs: int = 2, repeats: int 
     """Sweep message sizes on ``nprocs`` ranks; fit α–β for all_reduce and for one ring step; predict the ring (08).
 
     The ring's prediction (:func:`ring_model_time`) uses only the separately timed ring step (α, β
-    read from its smallest and largest sizes: :func:`two_point_alpha_beta`) and chunk addition (γ, the large sizes' best), never the ring's own
-    times; ``ring_prediction_error`` is its largest relative error at ``≥ big`` bytes, and
-    ``ring_vs_gloo_busbw`` the ring's lowest bus bandwidth there as a fraction of all_reduce's.
+    fitted over all its sizes by :func:`fit_alpha_beta`, as for all_reduce) and chunk addition (γ, the
+    large sizes' best), never the ring's own times; ``ring_prediction_error`` is its largest relative
+    error at ``≥ big`` bytes, and ``ring_vs_gloo_busbw`` the ring's lowest bus bandwidth there as a
+    fraction of all_reduce's.
     """
     rows = launch(sweep_worker, nprocs, args=(list(sizes), repeats), timeout=timeout, verbose=False)[0]
     b = [r["bytes"] for r in rows]
     alpha, beta = fit_alpha_beta(b, [r["gloo_s"] for r in rows])
-    alpha_p, beta_p = two_point_alpha_beta([x / nprocs for x in b], [r["step_s"] for r in rows])
+    alpha_p, beta_p = fit_alpha_beta([x / nprocs for x in b], [r["step_s"] for r in rows])
     gamma = min(r["add_s"] / (r["bytes"] / nprocs) for r in rows if r["bytes"] >= big // 4) if nprocs > 1 else 0.0
     for r in rows:
         r["gloo_busbw_gbs"] = bus_bandwidth(r["bytes"], r["gloo_s"], nprocs) / 1e9
@@ -273,7 +281,7 @@ def run_sweep(sizes: Sequence[int] = SWEEP_SIZES, nprocs: int = 2, repeats: int 
         r["gloo_model_s"] = alpha_beta_time(r["bytes"], alpha, beta)
         r["ring_model_s"] = ring_model_time(r["bytes"], nprocs, alpha_p, beta_p, gamma)
     large = [r for r in rows if r["bytes"] >= big] or rows[-1:]
-    return {"world_size": nprocs, "sizes": rows, "alpha_s": alpha, "beta_s_per_byte": beta,
+    return {"world_size": nprocs, "repeats": repeats, "sizes": rows, "alpha_s": alpha, "beta_s_per_byte": beta,
             "step_alpha_s": alpha_p, "step_beta_s_per_byte": beta_p, "add_gamma_s_per_byte": gamma,
             "ring_prediction_error": max(abs(r["ring_model_s"] / r["ring_s"] - 1) for r in large),
             "ring_vs_gloo_busbw": min(r["ring_busbw_gbs"] / r["gloo_busbw_gbs"] for r in large)}

@@ -2,6 +2,8 @@
 sweep read out in sentences generated from its numbers (08)."""
 from __future__ import annotations
 
+import os
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
@@ -9,8 +11,8 @@ from matplotlib.figure import Figure
 from ..core.plots import finish
 from .instruments import COLLECTIVES, alpha_beta_time
 
-__all__ = ["plot_collectives", "plot_bus_bandwidth", "sweep_summary", "ring_prediction_lines", "ddp_verdict",
-           "plot_scratch_ddp"]
+__all__ = ["plot_collectives", "plot_bus_bandwidth", "sweep_summary", "ring_prediction_lines", "noise_lines",
+           "ddp_verdict", "plot_scratch_ddp"]
 
 
 def _size(x: float) -> str:
@@ -58,13 +60,15 @@ def plot_bus_bandwidth(sweep: dict, label: str = "") -> Figure | None:
     rows = sweep["sizes"]
     b = np.array([r["bytes"] for r in rows], dtype=float)
     fine = np.geomspace(b.min(), b.max(), 100)
-    fig, ax = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4.6))
     ax[0].plot(b, [r["gloo_s"] for r in rows], "o", color="C0", label="all_reduce (measured)")
     ax[0].plot(fine, alpha_beta_time(fine, sweep["alpha_s"], sweep["beta_s_per_byte"]), "-", color="C0",
                label=f"α–β fit of the whole all_reduce: α = {sweep['alpha_s'] * 1e6:.0f} µs, "
                      f"1/β = {1e-9 / sweep['beta_s_per_byte']:.2f} GB/s")
     ax[0].plot(b, [r["ring_s"] for r in rows], "s", color="C1", label="ring (measured)")
-    ax[0].plot(b, [r["ring_model_s"] for r in rows], "--", color="C1", label="ring (predicted from one step)")
+    ax[0].plot(b, [r["ring_model_s"] for r in rows], "--", color="C1",
+               label=f"ring predicted from one step's fit: α = {sweep['step_alpha_s'] * 1e6:.0f} µs, "
+                     f"1/β = {1e-9 / sweep['step_beta_s_per_byte']:.2f} GB/s, and the additions")
     ax[0].set(xscale="log", yscale="log", xlabel="message (bytes)", ylabel="seconds per all-reduce",
               title="time = α + bytes · β")
     ax[1].plot(b, [r["gloo_busbw_gbs"] for r in rows], "o-", label="all_reduce")
@@ -73,7 +77,7 @@ def plot_bus_bandwidth(sweep: dict, label: str = "") -> Figure | None:
               title=f"busbw = bytes/time · 2(n−1)/n, n = {sweep['world_size']}")
     for a in ax:
         a.grid(alpha=0.3)
-        a.legend(fontsize=9)
+        a.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
     return finish(fig, label)
 
 
@@ -111,43 +115,80 @@ def sweep_summary(sweep: dict) -> list[str]:
     return lines
 
 
-def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
-    """The hand-written ring, measured against its prediction at every size, and where the model fails and why (08).
+SERIES = {"gloo_s": "all_reduce", "ring_s": "ring", "step_s": "one step"}
 
-    The prediction (``ring_model_s``) has no term for what a call of the ring costs beyond its
-    steps' α, bytes·β and per-byte additions; a fixed cost per call shows as an excess that matters
-    most where the prediction is small.
+
+def noise_lines(sweep: dict, margin: float = 0.15, agree: float = 1.5) -> list[str]:
+    """Where a timing falls as the message grows, which the α–β model cannot give, and what its repeats say about why (08).
+
+    A time that falls is judged by the size it falls from: its repeats far apart (the slowest above
+    ``agree`` × the best) point to load from outside the call; close together, to a cost at that size
+    the model has no term for.
     """
     rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
-    lines = [f"{_size(r['bytes']):>7}: ring {r['ring_s'] * 1e3:6.2f} ms, predicted {r['ring_model_s'] * 1e3:6.2f} ms "
-             f"(measured ×{r['ring_s'] / r['ring_model_s']:.2f} the prediction)" for r in rows]
+    drops = [(key, name, lo, hi) for key, name in SERIES.items() if all(key in r for r in rows)
+             for lo, hi in zip(rows, rows[1:]) if hi[key] < (1 - margin) * lo[key]]
+    if not drops:
+        return []
+    spread = {(key, lo["bytes"]): lo[key[:-2] + "_worst"] / lo[key] for key, _, lo, _ in drops if key[:-2] + "_worst" in lo}
+    said = "; ".join(f"{name} {lo[key] * 1e3:.2f} ms at {_size(lo['bytes'])} → {hi[key] * 1e3:.2f} ms at {_size(hi['bytes'])}"
+                     + (f" (its repeats at {_size(lo['bytes'])}: slowest ×{spread[key, lo['bytes']]:.1f} the best)"
+                        if (key, lo["bytes"]) in spread else "") for key, name, lo, hi in drops)
+    lines = [f"a time falls as the bytes grow ({said}): the α–β model, with β > 0, cannot give that, so it is "
+             "tested only where the times grow with the bytes"]
+    loud = [f"{name} at {_size(lo['bytes'])}" for key, name, lo, _ in drops if spread.get((key, lo["bytes"]), 0) > agree]
+    quiet = [f"{name} at {_size(lo['bytes'])}" for key, name, lo, _ in drops if 0 < spread.get((key, lo["bytes"]), 0) <= agree]
+    if loud:
+        lines.append(f"  {', '.join(loud)}: repeats far apart, a sign of load from outside the call (noise): the "
+                     f"{sweep['world_size']} ranks, each with gloo's worker threads, and whatever else runs share this "
+                     f"machine's {os.cpu_count()} CPU cores")
+    if quiet:
+        lines.append(f"  {', '.join(quiet)}: repeats within ×{agree:g} of each other, so not a passing burst of load but "
+                     "a cost at that size that the model has no term for; this run does not say which")
+    return lines
+
+
+def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
+    """Each size's times (all_reduce, ring, one ring step) and the ring against its prediction; noise said as noise (08).
+
+    The prediction (``ring_model_s``) comes from lines fitted to the step and the addition timed
+    alone. A cost that every call of the ring pays is at most the ring's fastest time in the sweep,
+    so an excess above that is not such a cost.
+    """
+    rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
+    has_step = all("step_s" in r for r in rows)
+    head = f"{'size':>7}  {'all_reduce':>10}  {'ring':>8}  {'one step':>8}  {'predicted':>9}  ring/predicted"
+    lines = [head] + [f"{_size(r['bytes']):>7}  {r.get('gloo_s', float('nan')) * 1e3:7.2f} ms  {r['ring_s'] * 1e3:5.2f} ms  "
+                      f"{(r['step_s'] * 1e3 if has_step else float('nan')):5.2f} ms  {r['ring_model_s'] * 1e3:6.2f} ms  "
+                      f"×{r['ring_s'] / r['ring_model_s']:.2f}" for r in rows]
     fits = [r for r in rows if abs(r["ring_s"] / r["ring_model_s"] - 1) <= margin]
     above = [r for r in rows if r["ring_s"] > (1 + margin) * r["ring_model_s"]]
     below = [r for r in rows if r["ring_s"] < (1 - margin) * r["ring_model_s"]]
     names = lambda rs: ", ".join(_size(r["bytes"]) for r in rs) or "no size"  # noqa: E731
-    lines.append(f"within {margin:.0%} of the prediction at: {names(fits)}")
+    lines.append(f"ring within {margin:.0%} of its prediction at: {names(fits)}")
     if above:
-        ratio = [r["ring_s"] / r["ring_model_s"] for r in above]
-        extra = [(r["ring_s"] - r["ring_model_s"]) * 1e3 for r in above]
-        lines.append(f"slower than predicted at {names(above)}: ×{min(ratio):.1f}–×{max(ratio):.1f} the prediction, "
-                     f"{min(extra):.2f}–{max(extra):.2f} ms more per call")
-        n, a = sweep["world_size"], sweep["step_alpha_s"] * 1e3
-        first = above[0]
-        lines.append(f"  why: the model has no term for a cost per call of the ring; it counts 2(n − 1) = {2 * (n - 1)} "
-                     f"step latencies α = {a:.3f} ms (one step timed alone), bytes·β and the additions. At "
-                     f"{_size(first['bytes'])} the ring took {(first['ring_s'] - first['ring_model_s']) * 1e3:.2f} ms more "
-                     f"than that, which is {(first['ring_s'] - first['ring_model_s']) * 1e3 / a:.1f}× one step's α")
-        steady = len(above) > 1 and max(extra) <= 2 * min(extra)
-        lines.append("  the excess stays within a factor 2 across these sizes, as a fixed cost per call would: it "
-                     "weighs most on small messages, whose predicted time is small" if steady else
-                     "  the excess changes by more than a factor 2 across these sizes: a fixed cost per call alone "
-                     "does not explain it; the ring's parts cost more together than timed alone, by an amount that "
-                     "depends on the size")
-        lines.append("  candidates this run does not separate: Python and tensor bookkeeping in each call, the "
-                     "additions' own start-up, each step waiting for the one before it")
+        fastest = min(rows, key=lambda r: r["ring_s"])
+        extra = {r["bytes"]: r["ring_s"] - r["ring_model_s"] for r in above}
+        big = [r for r in above if extra[r["bytes"]] > fastest["ring_s"]]
+        lines.append(f"slower than predicted at {names(above)}: {min(extra.values()) * 1e3:.2f}–"
+                     f"{max(extra.values()) * 1e3:.2f} ms more per call")
+        small = [r for r in above if r not in big]
+        lines.append(f"  a cost that every ring call pays is at most the ring's fastest call here, {fastest['ring_s'] * 1e3:.2f} ms "
+                     f"at {_size(fastest['bytes'])}")
+        if big:
+            lines.append(f"  the excess at {names(big)} is more than that: not a fixed cost per call, but one that changes "
+                         "with the size (missed by the fitted lines) or load from outside the call")
+        if small:
+            lines.append(f"  the excess at {names(small)} is not: it could be such a cost, one the model has no term for, "
+                         "or load; this run does not separate them")
     if below:
-        lines.append(f"faster than predicted at {names(below)}: one step timed alone costs more there than inside the ring")
-    return lines
+        lines.append(f"faster than predicted at {names(below)}: there the ring took less than the lines "
+                     "fitted to its parts timed alone add up to")
+    for key, what in (("alpha_s", "the whole all_reduce's"), ("step_alpha_s", "one step's")):
+        if sweep.get(key, 0.0) < 0:
+            lines.append(f"{what} fitted α is negative ({sweep[key] * 1e6:.0f} µs): no latency is negative, so no line "
+                         "with α ≥ 0 fits those times; the α–β model does not describe them")
+    return lines + noise_lines(sweep, margin)
 
 
 def ddp_verdict(res: dict, margin: float = 0.1) -> str:
@@ -156,7 +197,11 @@ def ddp_verdict(res: dict, margin: float = 0.1) -> str:
         x, y = res["ratio"][a], res["ratio"][b]
         verdict = "faster than" if x < (1 - margin) * y else "slower than" if x > (1 + margin) * y else "no clear difference from"
         return f"{a.replace('_', ' ')} {verdict} {b.replace('_', ' ')} ({x:.2f}× vs {y:.2f}× DDP's)"
-    return f"here, with a {margin:.0%} margin: {cmp('overlapped', 'bucketed')}; {cmp('bucketed', 'per_parameter')}"
+    said = f"here, with a {margin:.0%} margin: {cmp('overlapped', 'bucketed')}; {cmp('bucketed', 'per_parameter')}"
+    if not any(res["ratio"][a] < (1 - margin) * res["ratio"][b] for a, b in (("overlapped", "bucketed"),
+                                                                              ("bucketed", "per_parameter"))):
+        said += "\nso in this run neither bucketing nor overlap shows a benefit beyond the margin"
+    return said
 
 
 def plot_scratch_ddp(res: dict, label: str = "") -> Figure | None:

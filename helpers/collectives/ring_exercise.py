@@ -34,7 +34,18 @@ _COLLECTIVES = ("all_reduce", "all_reduce_coalesced", "reduce", "broadcast", "al
                 "all_to_all_single", "gather", "scatter", "gather_object", "scatter_object_list",
                 "broadcast_object_list", "send_object_list", "recv_object_list", "_all_gather_base",
                 "_reduce_scatter_base")
+_PG_METHODS = ("allreduce", "allreduce_coalesced", "reduce", "broadcast", "allgather", "allgather_coalesced",
+               "allgather_into_tensor_coalesced", "all_gather_single", "reduce_scatter", "reduce_scatter_single",
+               "reduce_scatter_tensor_coalesced", "alltoall", "alltoall_base", "all_to_all_single", "gather",
+               "gather_single", "scatter", "send", "recv", "recv_anysource")
 CHECK_SIZES = (1003, 7)  # 4 ranks: chunks of 251, 251, 251, 250 values, then of 2, 2, 2, 1
+
+
+def _process_group_classes() -> list[type]:
+    """``ProcessGroup`` and the backend classes whose methods do a collective's or a message's work, where they exist."""
+    from torch._C import _distributed_c10d as c10d
+    names = ("ProcessGroup", "Backend", "ProcessGroupGloo", "ProcessGroupNCCL", "ProcessGroupMPI", "ProcessGroupUCC")
+    return [getattr(c10d, n) for n in names if isinstance(getattr(c10d, n, None), type)]
 
 
 def _peer(args: tuple, kwargs: dict, key: str) -> int | None:
@@ -46,8 +57,10 @@ class MessageLog:
     """While active in a rank: every message sent (peer, a copy of the data), received (peer, size), and every
     collective called, by ``torch.distributed``'s functions however they were imported (08).
 
-    Patches ``torch.distributed``, ``distributed_c10d`` and the names in ``namespace`` (the student's
-    module: ``from torch.distributed import isend``) for as long as the ``with`` lasts.
+    Patches ``torch.distributed``, ``distributed_c10d``, the names in ``namespace`` (the student's
+    module: ``from torch.distributed import isend``) and the process group's own methods
+    (``pg.allreduce``, called past those functions; logged as ``ProcessGroup.allreduce``) for as long
+    as the ``with`` lasts.
     """
 
     def __init__(self, namespace: dict | None = None) -> None:
@@ -100,6 +113,12 @@ class MessageLog:
             if id(value) in wrappers:
                 self._undo.append((self.namespace, key, value))
                 self.namespace[key] = wrappers[id(value)]
+        for cls in _process_group_classes():  # past torch.distributed's functions: the process group's own methods
+            for name in _PG_METHODS:
+                original = cls.__dict__.get(name)
+                if original is not None:
+                    self._undo.append((cls, name, original))
+                    setattr(cls, name, self._wrap(f"{cls.__name__}.{name}", original))
         return self
 
     def __exit__(self, *exc: object) -> None:
