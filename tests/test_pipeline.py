@@ -77,6 +77,7 @@ def test_library_rows_above_the_bound_are_flagged_and_backward_waits_apportioned
     assert "library 1f1b m = 4: efficiency 1.02 > 1" in P.beyond_bound_lines(rows) and "no clear win" in P.beyond_bound_lines(rows)
     with pytest.raises(ValueError):
         P.beyond_bound_lines(rows[1:])
+    assert P.beyond_bound_lines([rows[0], lib("gpipe", 2, 0.7485, [0.7485])]) == ""   # 1.002: 1.00 as printed
     # stage 0 idles 300 ms between 3 backwards; stage 1's pieces 150 ms against 100 ms: 2 × 50 ms = 100 ms of it, a third
     ev = [(0, "B", 0, 0.0, 0.1), (0, "B", 1, 0.25, 0.35), (0, "B", 2, 0.5, 0.6), (1, "B", 0, 0.0, 0.15), (1, "B", 1, 0.2, 0.35)]
     line = P.backward_wait_line({"microbatches": 3, "events": ev})
