@@ -80,7 +80,7 @@ def test_read_back_decodes_audio_and_the_custom_scalars_layout(tmp_path):
     run = MO.read_back(tmp_path)["runs"]["."]
     assert run["audio"] == {"tone": [(16000.0, 1600)]}
     assert run["custom_scalars"] == {"cat": {"both": ["loss/train", "loss/val"], "band": ["loss/train", "lo", "hi"]}}
-    assert "1 audio tags" in MO.summarize_read_back({"runs": {".": run}, "embeddings": []})
+    assert "audio tags: 1" in MO.summarize_read_back({"runs": {".": run}, "embeddings": []})
 
 
 def test_ops_table_rows_fit_a_notebook_and_hold_the_profilers_numbers(tmp_path):

@@ -1,11 +1,13 @@
-"""Notebook 05's code exercise (``05.log_epoch``): the right answer passes, and plausible wrong ones are refused.
+"""Notebook 05's exercises: the right answers pass, and plausible wrong ones are refused.
 
-The check draws its tags, epochs and values at random on every call, so an answer that hard-codes the
-tags, the steps or a table of values cannot pass; each wrong answer below is the kind a student writes.
+``05.log_epoch`` draws its ranks, shard sizes, tags, epochs and values at random on every call, so an answer
+that hard-codes the tags, the steps or a table of values cannot pass; each wrong answer below is the kind a
+student writes (rank 0's own numbers, the plain mean of the ranks' means, handing the work to Monitor.log …).
 """
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 import pytest
 
@@ -15,56 +17,93 @@ from helpers.monitor import lesson
 EX = "05.log_epoch"
 
 
-def right(writer, epoch, metrics):
-    for tag, value in metrics.items():
+def _mean(gathered, tag):
+    return sum(n * m[tag] for n, m in gathered) / sum(n for n, _ in gathered)
+
+
+def right(writer, epoch, gathered):
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, _mean(gathered, tag), epoch)
+
+
+def right_with_keywords_and_totals(writer, epoch, gathered):
+    total = sum(n for n, _ in gathered)
+    sums = {}
+    for n, metrics in gathered:
+        for tag, value in metrics.items():
+            sums[tag] = sums.get(tag, 0.0) + n * value
+    for tag in sorted(sums):
+        writer.add_scalar(tag=tag, scalar_value=sums[tag] / total, global_step=epoch)
+
+
+def rank0_only(writer, epoch, gathered):               # the classic DDP mistake: rank 0's shard as the run
+    for tag, value in gathered[0][1].items():
         writer.add_scalar(tag, value, epoch)
 
 
-def right_with_global_step_keyword(writer, epoch, metrics):
-    for tag in sorted(metrics):
-        writer.add_scalar(tag=tag, scalar_value=float(metrics[tag]), global_step=epoch)
+def plain_mean(writer, epoch, gathered):               # the mean of the ranks' means, shards of any size
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, sum(m[tag] for _, m in gathered) / len(gathered), epoch)
 
 
-def hard_coded_tags(writer, epoch, metrics):          # the tags of the old fixed check
-    writer.add_scalar("loss/train", metrics.get("loss/train", 0.0), epoch)
-    writer.add_scalar("acc/val", metrics.get("acc/val", 0.0), epoch)
+def summed(writer, epoch, gathered):
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, sum(m[tag] for _, m in gathered), epoch)
 
 
-def add_scalars_instead(writer, epoch, metrics):      # one sub-run per key
-    writer.add_scalars("metrics", metrics, epoch)
+def weighted_sum_not_divided(writer, epoch, gathered):
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, sum(n * m[tag] for n, m in gathered), epoch)
 
 
-def epoch_plus_one(writer, epoch, metrics):
-    for tag, value in metrics.items():
-        writer.add_scalar(tag, value, epoch + 1)
-
-
-def _counting():
-    calls = {"n": 0}
-
-    def own_counter(writer, epoch, metrics):          # counts its own calls as the step: 1, 2, 3 …
-        calls["n"] += 1
+def every_rank_written(writer, epoch, gathered):       # one point per rank at the same step
+    for _, metrics in gathered:
         for tag, value in metrics.items():
-            writer.add_scalar(tag, value, calls["n"])
-    return own_counter
+            writer.add_scalar(tag, value, epoch)
 
 
-def no_step(writer, epoch, metrics):
-    for tag, value in metrics.items():
-        writer.add_scalar(tag, value)
+def through_monitor_log(writer, epoch, gathered):      # the course's Monitor.log, handed a stand-in
+    from helpers.monitor import Monitor
+
+    metrics = {tag: _mean(gathered, tag) for tag in gathered[0][1]}
+    Monitor.log(SimpleNamespace(active=True, tb=writer, wandb_run=None), metrics, epoch)
 
 
-def first_metric_only(writer, epoch, metrics):
-    tag, value = next(iter(metrics.items()))
-    writer.add_scalar(tag, value, epoch)
+def new_style(writer, epoch, gathered):
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, _mean(gathered, tag), epoch, new_style=True)
 
 
-def value_and_step_swapped(writer, epoch, metrics):
-    for tag, value in metrics.items():
-        writer.add_scalar(tag, epoch, value)
+def hard_coded_tags(writer, epoch, gathered):
+    writer.add_scalar("loss/train", gathered[0][1].get("loss/train", 0.0), epoch)
+    writer.add_scalar("acc/val", gathered[0][1].get("acc/val", 0.0), epoch)
 
 
-def its_own_writer(writer, epoch, metrics, _dirs=[]):  # writes, but not into the writer it was given
+def add_scalars_instead(writer, epoch, gathered):     # one sub-run per key
+    writer.add_scalars("metrics", {tag: _mean(gathered, tag) for tag in gathered[0][1]}, epoch)
+
+
+def epoch_plus_one(writer, epoch, gathered):
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, _mean(gathered, tag), epoch + 1)
+
+
+def no_step(writer, epoch, gathered):
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, _mean(gathered, tag))
+
+
+def first_metric_only(writer, epoch, gathered):
+    tag = next(iter(gathered[0][1]))
+    writer.add_scalar(tag, _mean(gathered, tag), epoch)
+
+
+def value_and_step_swapped(writer, epoch, gathered):
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, epoch, _mean(gathered, tag))
+
+
+def its_own_writer(writer, epoch, gathered, _dirs=[]):  # writes, but not into the writer it was given
     import tempfile
 
     from torch.utils.tensorboard import SummaryWriter
@@ -72,40 +111,62 @@ def its_own_writer(writer, epoch, metrics, _dirs=[]):  # writes, but not into th
     if not _dirs:
         _dirs.append(tempfile.mkdtemp(prefix="bog-05-own-"))
     with SummaryWriter(_dirs[0]) as mine:
-        right(mine, epoch, metrics)
+        right(mine, epoch, gathered)
 
 
-def table_of_the_old_check(writer, epoch, metrics):   # the old check's values, memorised
-    old = {1: {"loss/train": 1.5, "acc/val": 0.5}, 2: {"loss/train": 0.9, "acc/val": 0.75},
-           3: {"loss/train": 0.4, "acc/val": 0.9}}
-    for tag, value in old.get(epoch, {}).items():
-        writer.add_scalar(tag, value, epoch)
+def rounded_values(writer, epoch, gathered):
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, round(_mean(gathered, tag), 1), epoch)
 
 
-def rounded_values(writer, epoch, metrics):
-    for tag, value in metrics.items():
-        writer.add_scalar(tag, round(value, 1), epoch)
-
-
-@pytest.mark.parametrize("fn", [right, right_with_global_step_keyword], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [right, right_with_keywords_and_totals], ids=lambda f: f.__name__)
 def test_right_answers_pass_every_time(fn):
-    for _ in range(3):                                 # new tags, epochs and values each time
+    for _ in range(3):                                 # new ranks, tags, epochs and values each time
         ok, message = verify(EX, fn)
         assert ok, message
 
 
-@pytest.mark.parametrize("fn", [hard_coded_tags, add_scalars_instead, epoch_plus_one, _counting(), no_step,
-                                first_metric_only, value_and_step_swapped, its_own_writer, table_of_the_old_check,
-                                rounded_values], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [rank0_only, plain_mean, summed, weighted_sum_not_divided, every_rank_written,
+                                through_monitor_log, new_style, hard_coded_tags, add_scalars_instead, epoch_plus_one,
+                                no_step, first_metric_only, value_and_step_swapped, its_own_writer, rounded_values],
+                         ids=lambda f: f.__name__)
 def test_wrong_answers_are_refused(fn):
+    for _ in range(3):
+        ok, message = verify(EX, fn)
+        assert not ok and message.startswith("❌"), message
+
+
+@pytest.mark.parametrize("fn, words", [(rank0_only, "rank 0"), (plain_mean, "differ in size"),
+                                       (through_monitor_log, "Monitor.log"), (new_style, "new_style")])
+def test_the_classic_mistakes_are_named(fn, words):
     ok, message = verify(EX, fn)
-    assert not ok and message.startswith("❌"), message
+    assert not ok and words in message, message
 
 
-def test_the_check_draws_new_tags_and_epochs():
+def test_the_check_draws_new_ranks_and_epochs():
     logs = {repr(lesson._random_log(random.Random(seed))) for seed in range(5)}
     assert len(logs) == 5
     for seed in range(20):
-        epochs, metrics = lesson._random_log(random.Random(seed))
-        assert epochs == sorted(set(epochs)) and epochs[0] >= 2 and 2 <= len(metrics[0]) <= 4
-        assert all(list(m) == list(metrics[0]) for m in metrics)
+        epochs, gathered = lesson._random_log(random.Random(seed))
+        assert epochs == sorted(set(epochs)) and epochs[0] >= 2 and len(gathered) == len(epochs)
+        assert 2 <= len(gathered[0]) <= 4 and len({n for n, _ in gathered[0]}) == len(gathered[0])
+        assert all(list(m) == list(gathered[0][0][1]) for g in gathered for _, m in g)
+
+
+@pytest.mark.parametrize("answer, ok", [(6, True), (5, False), (3, False), (4, False), (10, False), (25, False),
+                                        (30, False)])
+def test_add_scalars_runs_counts_names_and_the_writers_own(answer, ok):
+    # 5: forgot the writer's own run; 3/4: keys of one call (+1); 10/25/30: counted per call or per point
+    assert verify("05.add_scalars_runs_2calls", answer)[0] is ok
+
+
+def test_add_scalars_runs_answer_is_what_tensorboard_lists(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    from helpers.monitor import read_back
+
+    with SummaryWriter(tmp_path) as w:
+        for step in range(5):
+            w.add_scalars("loss", {"train": 1.0, "val": 2.0}, step)
+            w.add_scalars("acc", {"train": 1.0, "val": 2.0, "test": 3.0}, step)
+    assert verify("05.add_scalars_runs_2calls", len(read_back(tmp_path)["runs"]))[0]

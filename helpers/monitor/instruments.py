@@ -82,8 +82,8 @@ def summarize_read_back(back: dict) -> str:
     """A per-run table of what TensorBoard found (05)."""
     lines = []
     for name, r in back["runs"].items():
-        parts = [f"{len(r['scalars'])} scalar tags", f"{len(r['histograms'])} histogram tags",
-                 f"{len(r['images'])} image tags", f"{len(r['audio'])} audio tags", f"graph: {r['graph']}"]
+        parts = [f"scalar tags: {len(r['scalars'])}", f"histogram tags: {len(r['histograms'])}",
+                 f"image tags: {len(r['images'])}", f"audio tags: {len(r['audio'])}", f"graph: {r['graph']}"]
         lines.append(f"run {name!r}: " + ", ".join(parts))
         lines.append(f"    plugins {', '.join(r['plugins'])}")
     for e in back["embeddings"]:

@@ -14,72 +14,111 @@ _NAMES = ("loss", "acc", "lr", "grad_norm", "throughput", "perplexity", "f1")
 _SPLITS = ("train", "val", "test")
 
 
-def _random_log(rng: random.Random) -> tuple[list[int], list[dict[str, float]]]:
-    """Epochs (increasing, not from 1, with gaps) and per-epoch metrics under 2–4 tags drawn at random."""
+def _random_log(rng: random.Random) -> tuple[list[int], list[list[tuple[int, dict[str, float]]]]]:
+    """Epochs (increasing, not from 1, with gaps) and, per epoch, what ``dist.all_gather_object`` hands rank 0:
+    one ``(samples, metrics)`` pair per rank (2–4 ranks, shards of different sizes), under 2–4 tags drawn at random.
+
+    Drawn again until, for every tag, rank 0's own value, the plain mean over ranks and the sum each differ from
+    the sample-weighted mean by more than 0.01, so that each of those mistakes is caught.
+    """
     tags = rng.sample([f"{n}/{s}" for n in _NAMES for s in _SPLITS], rng.randint(2, 4))
     epochs = sorted(rng.sample(range(2, 40), 3))
-    return epochs, [{t: round(rng.uniform(-5, 5), 4) for t in tags} for _ in epochs]
+    world = rng.randint(2, 4)
+    while True:
+        samples = rng.sample(range(20, 400), world)
+        gathered = [[(n, {t: round(rng.uniform(-5, 5), 4) for t in tags}) for n in samples] for _ in epochs]
+        if all(_far_from_wrong(g, t) for g in gathered for t in tags):
+            return epochs, gathered
+
+
+def _run_mean(gathered: list[tuple[int, dict[str, float]]], tag: str) -> float:
+    """The metric over every sample of the run: each rank's mean weighted by its samples."""
+    return sum(n * m[tag] for n, m in gathered) / sum(n for n, _ in gathered)
+
+
+def _far_from_wrong(gathered, tag: str) -> bool:
+    want = _run_mean(gathered, tag)
+    wrong = (gathered[0][1][tag], sum(m[tag] for _, m in gathered) / len(gathered), sum(m[tag] for _, m in gathered))
+    return all(abs(w - want) > 0.01 for w in wrong)
 
 
 def _log_epoch_behaviour(fn) -> str | None:
-    """The student's ``log_epoch(writer, epoch, metrics)``, read back with TensorBoard's own reader (05).
+    """The student's ``log_epoch(writer, epoch, gathered)``, read back with TensorBoard's own reader (05).
 
-    Two logs, each with tags, epochs and values drawn at random on every check, so no answer can
-    know them in advance.
+    Two logs, each with ranks, sample counts, tags, epochs and values drawn at random on every check,
+    so no answer can know them in advance. The course's ``Monitor.log`` is replaced while it runs: an
+    answer that hands its work to it is named, not judged.
     """
     import tempfile
+    from unittest import mock
 
     from torch.utils.tensorboard import SummaryWriter
 
+    from ..core.logger import Monitor
     from .instruments import read_back
 
+    used = []
     rng = random.Random()
     for _ in range(2):
-        epochs, metrics = _random_log(rng)
+        epochs, gathered = _random_log(rng)
         with tempfile.TemporaryDirectory(prefix="bog-05-") as tmp:
-            with SummaryWriter(tmp) as writer:
-                for epoch, m in zip(epochs, metrics):
-                    fn(writer, epoch, dict(m))  # if it raises, check() says so (checks._verify_code)
+            with SummaryWriter(tmp) as writer, mock.patch.object(Monitor, "log", lambda *a, **k: used.append(a)):
+                for epoch, g in zip(epochs, gathered):
+                    fn(writer, epoch, [(n, dict(m)) for n, m in g])  # if it raises, check() says so
             runs = read_back(tmp)["runs"]
-        problem = _judge(runs, epochs, metrics)
+        if used:
+            return tr("05.log_epoch_monitor", "your function calls the course's Monitor.log; the exercise is to "
+                      "write the SummaryWriter calls yourself")
+        problem = _judge(runs, epochs, gathered)
         if problem:
             return problem
     return None
 
 
-def _judge(runs: dict, epochs: list[int], metrics: list[dict[str, float]]) -> str | None:
+def _judge(runs: dict, epochs: list[int], gathered: list) -> str | None:
     """What is wrong with the log read back, or None."""
     if not any(r["scalars"] for r in runs.values()):
+        if any(r["tensors"] for r in runs.values()):
+            return tr("05.log_epoch_tensors", "your values were written as tensor summaries (new_style=True), which "
+                      "TensorBoard's reader does not list as scalars; write them with add_scalar's default")
         return tr("05.log_epoch_nothing", "nothing was written into the writer your function was given")
     if set(runs) != {"."}:
         return tr("05.log_epoch_runs", "the log has the runs {runs}; write every metric into this writer's own run "
                   "(add_scalar, not add_scalars, which makes a run per key)", runs=sorted(runs))
     got = runs["."]["scalars"]
-    if sorted(got) != sorted(metrics[0]):
+    want_tags = sorted(gathered[0][0][1])
+    if sorted(got) != want_tags:
         return tr("05.log_epoch_tags", "for the metrics {want}, the log has the tags {got}; use each metric's name as "
-                  "its tag", want=sorted(metrics[0]), got=sorted(got))
+                  "its tag", want=want_tags, got=sorted(got))
     for tag, points in got.items():
         if [s for s, _ in points] != epochs:
             return tr("05.log_epoch_steps", "for epochs {epochs}, tag {tag!r} was written at steps {steps}; write each "
-                      "epoch's value at that epoch", epochs=epochs, tag=tag, steps=[s for s, _ in points])
-        if any(abs(v - m[tag]) > 1e-4 for (_, v), m in zip(points, metrics)):
-            return tr("05.log_epoch_values", "the values of {tag!r} differ from the metrics given", tag=tag)
+                      "epoch's value once, at that epoch", epochs=epochs, tag=tag, steps=[s for s, _ in points])
+        for (_, v), g in zip(points, gathered):
+            if abs(v - g[0][1][tag]) <= 1e-4:
+                return tr("05.log_epoch_rank0", "{tag!r} holds rank 0's own value: that is the mean over its shard "
+                          "only; the run's metric takes every rank's samples", tag=tag)
+            if abs(v - _run_mean(g, tag)) > 1e-4:
+                return tr("05.log_epoch_values", "the values of {tag!r} are not the metric over all the run's samples: "
+                          "each rank's value is a mean over its own samples, and the shards differ in size", tag=tag)
     return None
 
 
 EXERCISES = [
     Exercise("05.log_epoch", "code", behaviour=_log_epoch_behaviour,
-             hint="One SummaryWriter call per metric: its name is the tag, its value the scalar, and the epoch the "
-                  "step.",
-             why="TensorBoard's reader sees exactly what you wrote: one point per epoch per tag, in one run, whatever "
-                 "the tags and epochs."),
+             hint="A rank's value is a mean over its own samples; how many samples does each one stand for? Then one "
+                  "SummaryWriter call per metric, with its name as the tag and the epoch as the step.",
+             why="Each rank sees only its shard: rank 0's own numbers describe part of the data, and a plain mean of "
+                 "the ranks' means is off when the shards differ in size."),
     Exercise("05.scalar_points_10x2", "int", digest="b529a78d5955d37374d937e544992e0fb2729cb01b2705f3024f657bd69a7bdd",
              hint="Each add_scalar call writes one point of one tag; count the calls.",
              why="One point per call: the step you pass is the x axis, and each tag is its own curve."),
-    Exercise("05.add_scalars_runs_3", "int", digest="d66a7f4510a8b563272f24c4e1d0b4c5efe7b76a9b80a3d7b26d976fe8d15d44",
-             hint="Look at the runs TensorBoard listed after write_all_summaries: where did loss_train and loss_val "
-                  "come from?",
-             why="add_scalars writes each key as a run of its own, beside the writer's run '.'."),
+    Exercise("05.add_scalars_runs_2calls", "int",
+             digest="c753f28725be12090dbe2774e15974dbc1126e2a7a2c8f188719e1d0e2d23f83",
+             hint="A sub-run's name is made from the main tag and the key (add_scalars in "
+                  "torch/utils/tensorboard/writer.py); a name written again at a later step is the same run.",
+             why="add_scalars writes each main tag and key pair as a run of its own (loss_train, acc_test …), once, "
+                 "beside the writer's own run '.', which TensorBoard lists too."),
     Exercise("05.profiler_steps_repeat2", "int", digest="37107b44811793be92700f87be7faaac98405d1b310cc9740cd9c85f0dd3abfb",
              hint="One cycle is wait + warmup + active steps, and only the active ones are recorded; repeat says how "
                   "many cycles run.",
