@@ -175,10 +175,18 @@ def test_crop_positions_exercise():
         assert not verify("07.crop_positions_pad2", w)[0]
 
 
+def _bn_eval(model):                               # the student's own BatchNorm step (the helper is blocked)
+    from torch import nn
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and not any(p.requires_grad for p in m.parameters()):
+            m.eval()
+    return model
+
+
 def _ref(model, head):
     model.requires_grad_(False)
     model.get_submodule(head).requires_grad_(True)
-    return TR.freeze_batchnorm_stats(model)
+    return _bn_eval(model)
 
 
 def _eval_all_but_head(model, head):
@@ -216,13 +224,13 @@ def _old_recipe(model, head):                      # requires_grad only: frozen 
 def _no_dot(model, head):                          # startswith(head): fc2 trains when the head is fc
     for n, p in model.named_parameters():
         p.requires_grad_(n.startswith(head))
-    return TR.freeze_batchnorm_stats(model)
+    return _bn_eval(model)
 
 
 def _substring(model, head):                       # head in name
     for n, p in model.named_parameters():
         p.requires_grad_(head in n)
-    return TR.freeze_batchnorm_stats(model)
+    return _bn_eval(model)
 
 
 def _all_eval(model, head):                        # the head's own BatchNorm stops learning its statistics
@@ -251,14 +259,14 @@ def _only_2d(model, head):                         # BatchNorm2d in eval, a froz
 def _getattr(model, head):                         # a dotted name is not an attribute
     model.requires_grad_(False)
     getattr(model, head).requires_grad_(True)
-    return TR.freeze_batchnorm_stats(model)
+    return _bn_eval(model)
 
 
 def _freeze_others_only(model, head):              # a head frozen before stays frozen
     for n, p in model.named_parameters():
         if not n.startswith(head + "."):
             p.requires_grad_(False)
-    return TR.freeze_batchnorm_stats(model)
+    return _bn_eval(model)
 
 
 def _train_at_the_end(model, head):                # undoes its own fix
@@ -269,11 +277,26 @@ def _train_at_the_end(model, head):                # undoes its own fix
 def _children_only(model, head):                   # top-level children by name: no dotted names
     model.requires_grad_(False)
     dict(model.named_children())[head].requires_grad_(True)
+    return _bn_eval(model)
+
+
+def _uses_helper(model, head):                     # the notebook's helper does the BatchNorm half: blocked
+    model.requires_grad_(False)
+    model.get_submodule(head).requires_grad_(True)
     return TR.freeze_batchnorm_stats(model)
 
 
+def _track_off(model, head):                       # no running statistics kept, but batch statistics used
+    from torch import nn
+    _old_recipe(model, head)
+    for name, m in model.named_modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and not (name + ".").startswith(head + "."):
+            m.track_running_stats = False
+    return model
+
+
 WRONG = [_old_recipe, _no_dot, _substring, _all_eval, _all_batchnorm_eval, _only_2d, _getattr, _freeze_others_only,
-         _train_at_the_end, _children_only]
+         _train_at_the_end, _children_only, _uses_helper, _track_off]
 
 
 @pytest.mark.parametrize("fn", WRONG, ids=[f.__name__.strip("_") for f in WRONG])
@@ -281,6 +304,39 @@ def test_freeze_all_but_refuses_wrong_answers(fn):
     from helpers.core.checks import verify
     ok, message = verify("07.freeze_all_but", fn)
     assert not ok and "✅" not in message
+
+
+def test_the_helper_is_blocked_only_during_the_check_and_said_so():
+    from helpers.core.checks import verify
+    ok, message = verify("07.freeze_all_but", _uses_helper)
+    assert not ok and "write that step yourself" in message
+    ok, message = verify("07.freeze_all_but", _track_off)
+    assert not ok and "statistics" in message
+    m = TR.make_target_model(None, "scratch")
+    assert TR.freeze_batchnorm_stats(m) is m       # put back after the check, and after a refusal
+
+
+def test_verdicts_count_only_differences_beyond_twice_the_standard_error():
+    import math
+    assert TR.binomial_se(0.9, 100) == pytest.approx(0.03)
+    verdict, noise = TR.compare_to(0.904, 0.933, 135)
+    assert verdict == "within noise" and noise == pytest.approx(2 * math.sqrt(0.904 * 0.096 / 135 + 0.933 * 0.067 / 135))
+    assert TR.compare_to(0.95, 0.80, 270)[0] == "beats" and TR.compare_to(0.80, 0.95, 270)[0] == "trails"
+    assert TR.compare_to(0.5, 0.5, 10)[0] == "within noise"
+
+
+def test_recorded_convolutions_skip_frozen_layers_before_the_first_trainable_one():
+    pretrained = TR.make_target_model(None, "scratch", num_classes=5)
+    x = torch.zeros(2, 1, 8, 8)
+    counts = {m: TR.recorded_convolutions(TR.make_target_model(pretrained, m), x) for m in ("frozen", "finetune")}
+    assert counts == {"frozen": 0, "finetune": 1} and TR.recorded_convolutions(pretrained, x) == 2
+
+
+def test_compare_strategies_reports_whole_epochs_of_at_least_the_steps_asked():
+    pretrained = TR.make_target_model(None, "scratch", num_classes=5)
+    rows = TR.compare_strategies(pretrained, shots=(50,), steps=10, seeds=(0,))
+    assert {r["steps"] for r in rows} == {16}        # 250 images, batches of 32: 8 a epoch, 2 epochs
+    assert all(len(r["seed_accs"]) == 1 and r["n_test"] > 0 and r["sec_per_step"] > 0 for r in rows)
 
 
 def test_augmentation_effect_takes_extra_transforms():
@@ -294,7 +350,7 @@ def test_plot_transformed_draws_every_output_to_the_same_scale():
     import matplotlib
     matplotlib.use("Agg")
     images, _ = TR.augmentation_grid(n=1)
-    fig = TR.plot_transformed(images[0], TR.lecture_transforms())
+    fig = TR.plot_transformed(images[0], TR.resize_crop_transforms())
     renderer = fig.canvas.get_renderer()
     scales = set()
     for ax in fig.axes:

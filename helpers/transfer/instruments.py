@@ -15,12 +15,13 @@ from ..core.models import DigitsCNN, count_parameters
 from ..core.train import evaluate, train
 from .recipe import MODES, TARGET, Augmented, augmentations, make_target_model, subset
 
-__all__ = ["compare_strategies", "augmentation_grid", "transform_cost", "augmentation_effect", "flipped_accuracy_per_class"]
+__all__ = ["compare_strategies", "binomial_se", "compare_to", "recorded_convolutions", "augmentation_grid", "transform_cost", "augmentation_effect", "flipped_accuracy_per_class"]
 
 
 def compare_strategies(pretrained: nn.Module, shots: Sequence[int] = (5, 10, 50), steps: int = 150,
                        seeds: Sequence[int] = (0, 1, 2)) -> list[dict]:
-    """Test accuracy and seconds per epoch of each mode in ``MODES``, with few labels per class (07)."""
+    """Test accuracy (mean and per seed) and seconds per optimizer step of each mode in ``MODES``, with few labels
+    per class, each trained for whole epochs of at least ``steps`` steps (the count is in ``"steps"``) (07)."""
     test_loader = DataLoader(subset("test", TARGET), batch_size=512)
     rows = []
     for k in shots:
@@ -30,13 +31,43 @@ def compare_strategies(pretrained: nn.Module, shots: Sequence[int] = (5, 10, 50)
                 model = make_target_model(pretrained, mode, seed=seed)  # on the pretrained model's device
                 loader = DataLoader(subset("train", TARGET, k, seed=seed), batch_size=32, shuffle=True,
                                     generator=torch.Generator().manual_seed(seed))
-                # the same number of optimizer steps whatever the number of labels
-                hist = train(model, loader, epochs=max(1, math.ceil(steps / len(loader))), lr=3e-3, progress=False)
+                # whole epochs, at least ``steps`` optimizer steps whatever the number of labels
+                epochs = max(1, math.ceil(steps / len(loader)))
+                hist = train(model, loader, epochs=epochs, lr=3e-3, progress=False)
                 accs.append(evaluate(model, test_loader)["acc"])
-                secs.append(sum(hist.epoch_seconds) / len(hist.epoch_seconds))
-            rows.append({"shots": k, "mode": mode, "test_acc": sum(accs) / len(accs), "sec_per_epoch": sum(secs) / len(secs),
-                         "trainable": count_parameters(model)["trainable"]})
+                secs.append(sum(hist.epoch_seconds) / (epochs * len(loader)))
+            rows.append({"shots": k, "mode": mode, "test_acc": sum(accs) / len(accs), "seed_accs": accs,
+                         "steps": epochs * len(loader), "sec_per_step": sum(secs) / len(secs),
+                         "n_test": len(test_loader.dataset), "trainable": count_parameters(model)["trainable"]})
     return rows
+
+
+def binomial_se(acc: float, n: int) -> float:
+    """Standard error of an accuracy measured on ``n`` test images: sqrt(p(1 − p)/n) (07)."""
+    return math.sqrt(max(acc * (1 - acc), 0.0) / n)
+
+
+def compare_to(a: float, b: float, n: int) -> tuple[str, float]:
+    """``a`` against ``b``, both accuracies on the same ``n`` test images: ("beats" | "trails" | "within noise", 2·SE) (07).
+
+    A difference counts only beyond twice the standard error of the difference of two binomial
+    estimates, 2·sqrt(SE(a)² + SE(b)²); smaller ones are what another test set could reverse.
+    """
+    noise = 2 * math.sqrt(binomial_se(a, n) ** 2 + binomial_se(b, n) ** 2)
+    return ("within noise" if abs(a - b) <= noise else "beats" if a > b else "trails"), noise
+
+
+def recorded_convolutions(model: nn.Module, x: torch.Tensor) -> int:
+    """How many convolutions autograd recorded in ``model(x)``'s graph, i.e. the backward pass will enter (07)."""
+    todo, seen, convs = [model(x).sum().grad_fn], set(), 0
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        convs += "Convolution" in type(node).__name__
+        todo.extend(f for f, _ in node.next_functions)
+    return convs
 
 
 def augmentation_grid(n: int = 6, seed: int = 0) -> tuple[torch.Tensor, list[str]]:
@@ -87,7 +118,8 @@ def augmentation_effect(per_class: int = 10, steps: int = 300, seeds: Sequence[i
             model = DigitsCNN().to(device)
             train(model, loader, epochs=max(1, math.ceil(steps / len(loader))), lr=3e-3, progress=False)
             accs.append(evaluate(model, test_loader)["acc"])
-        rows.append({"augmentation": name, "test_acc": sum(accs) / len(accs)})
+        rows.append({"augmentation": name, "test_acc": sum(accs) / len(accs), "seed_accs": accs,
+                     "n_test": len(test_loader.dataset)})
     return rows
 
 

@@ -48,9 +48,57 @@ def _freeze_cases() -> list[tuple[str, object, str]]:
             ("a model whose head is net.5", dotted, "net.5")]
 
 
+def _blocked(model):
+    """Stands in for ``freeze_batchnorm_stats``'s code while the check runs (it runs with that module's globals,
+    so it imports what it needs; no free variables, like the code it replaces)."""
+    from helpers.core.i18n import tr as _tr
+
+    raise RuntimeError(_tr("07.helper_blocked", "it calls the notebook's freeze_batchnorm_stats, which does the "
+                           "BatchNorm half of this exercise for you: write that step yourself"))
+
+
+def _frozen_bn_uses_stored_stats(model, head: str) -> str | None:
+    """One forward pass: every BatchNorm layer outside the head must normalise with its stored running statistics
+    (as in evaluation mode), not with the batch's; a layer told not to track statistics still uses the batch's (07)."""
+    import torch
+    from torch import nn
+
+    wrong, hooks = [], []
+
+    def hook(name):
+        def check(m, inputs, out):
+            ref = nn.functional.batch_norm(inputs[0], m.running_mean, m.running_var, m.weight, m.bias, False, 0.0, m.eps)
+            if m.running_mean is None or not torch.allclose(out, ref, atol=1e-5):
+                wrong.append(name)
+        return check
+
+    for name, m in model.named_modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and not (name + ".").startswith(head + "."):
+            hooks.append(m.register_forward_hook(hook(name)))
+    try:
+        with torch.no_grad():
+            model(torch.randn(8, 1, 8, 8))
+    finally:
+        for h in hooks:
+            h.remove()
+    return wrong[0] if wrong else None
+
+
 def _freeze_behaviour(fn: Callable) -> str | None:
     """The student's ``freeze_all_but(model, head)``, called after ``model.train()`` as a training loop would,
-    then two training steps: only the head's parameters and buffers may change, and they must (07)."""
+    then two training steps: only the head's parameters and buffers may change, and they must; frozen BatchNorm
+    layers must normalise with their stored statistics. The notebook's ``freeze_batchnorm_stats`` is blocked (07)."""
+    from . import recipe
+
+    helper, code = recipe.freeze_batchnorm_stats, recipe.freeze_batchnorm_stats.__code__
+    helper.__code__ = _blocked.__code__  # every name the student may hold for it, in any namespace
+    try:
+        return _judge_freeze(fn)
+    finally:
+        helper.__code__ = code
+
+
+def _judge_freeze(fn: Callable) -> str | None:
     import torch
 
     for what, model, head in _freeze_cases():
@@ -63,6 +111,12 @@ def _freeze_behaviour(fn: Callable) -> str | None:
             if p.requires_grad != (name in in_head):
                 return tr("07.freeze_flag", "for {what} (head {head!r}) the parameter {name!r} has requires_grad={flag}; "
                           "only the head's parameters should train", what=what, head=head, name=name, flag=p.requires_grad)
+        batch_stats = _frozen_bn_uses_stored_stats(model, head)
+        if batch_stats:
+            return tr("07.frozen_bn_batch_stats", "for {what} (head {head!r}), the frozen BatchNorm layer {name!r} "
+                      "normalises with the batch's statistics, not its stored ones: in training mode it does so even "
+                      "when it no longer tracks them; a frozen layer must compute what the pretrained one did",
+                      what=what, head=head, name=batch_stats)
         opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
         x = torch.randn(8, 1, 8, 8)
         for _ in range(2):
@@ -91,16 +145,17 @@ EXERCISES = [
              digest="540f39be30ff994d687c2cbef15f63e19ffde50f350ee47fc0aebf282646520d",
              hint="A Linear layer has a weight for every (input, output) pair and a bias for every output; ReLU has "
                   "no parameters; count each Linear layer of the new head and add them.",
-             why="Even a two-layer head is about 1 % of ResNet-18's 11.7 million parameters: training only the head "
-                 "is cheap."),
+             why="Compare it with the ResNet-18 counts printed in section 2: even a two-layer head is a small "
+                 "fraction of the model, so training only the head is cheap."),
     Exercise("07.crop_positions_pad2", "int", digest="e2f209751e1a8f38eedcf86b80c3e8f0718c5f740f35d57905881edcb18500db",
              hint="Padding makes the image larger on every side; in how many places can an 8×8 window sit in it, "
                   "horizontally times vertically?",
              why="RandomCrop with padding is a random shift: each position is one of the shifted copies the model sees."),
     Exercise("07.freeze_all_but", "code", behaviour=_freeze_behaviour,
              hint="requires_grad_(False) works on a whole module and everything in it; model.get_submodule(name) "
-                  "finds a submodule by its dotted name. Mind a head that was frozen before, and what else a "
-                  "training step changes in a BatchNorm layer (section 2).",
+                  "finds a submodule by its dotted name. Mind a head that was frozen before, and what a BatchNorm "
+                  "layer does in training mode besides its weights (section 2); write that step yourself (the "
+                  "check blocks freeze_batchnorm_stats).",
              why="Freeze everything, unfreeze the head, then keep the frozen BatchNorm layers in evaluation mode: "
                  "nothing outside the head can move."),
 ]

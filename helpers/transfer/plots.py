@@ -13,7 +13,7 @@ __all__ = ["plot_strategies", "plot_augmentation_grid", "plot_flip_per_class", "
 
 
 def plot_strategies(rows: list[dict], label: str = "") -> Figure | None:
-    """Test accuracy against labelled images per class, one line per mode; time per epoch (07).
+    """Test accuracy against labelled images per class, one line per mode; time per optimizer step (07).
 
     Modes whose accuracies coincide would hide each other's lines: each mode has its own marker
     and line style, and the legend sits below the axes, clear of the data.
@@ -32,9 +32,9 @@ def plot_strategies(rows: list[dict], label: str = "") -> Figure | None:
     ax[0].legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax[0].grid(alpha=0.3)
     last = [r for r in rows if r["shots"] == shots[-1]]
-    ax[1].barh([MODES[r["mode"]] for r in last], [1e3 * r["sec_per_epoch"] for r in last],
+    ax[1].barh([MODES[r["mode"]] for r in last], [1e3 * r["sec_per_step"] for r in last],
                color=[f"C{list(MODES).index(r['mode'])}" for r in last])
-    ax[1].set(xlabel=f"ms per epoch ({shots[-1]} images per class)", title="time per epoch")
+    ax[1].set(xlabel=f"ms per step ({shots[-1]} images per class)", title="time per optimizer step")
     ax[1].tick_params(axis="y", labelsize=9)
     ax[1].invert_yaxis()
     return finish(fig, label)

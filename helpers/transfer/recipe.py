@@ -21,7 +21,7 @@ from ..core.models import DigitsCNN
 from ..core.train import train
 
 __all__ = ["SOURCE", "TARGET", "subset", "pretrain_backbone", "load_pretrained", "MODES", "make_target_model",
-           "frozen_state", "freeze_batchnorm_stats", "augmentations", "lecture_transforms", "Augmented"]
+           "frozen_state", "freeze_batchnorm_stats", "augmentations", "resize_crop_transforms", "Augmented"]
 
 
 SOURCE = (0, 1, 2, 3, 4)  # the source task: the backbone is pretrained on these digits
@@ -85,7 +85,7 @@ def make_target_model(pretrained: nn.Module | None, mode: str, num_classes: int 
     """The model for the target task (07).
 
     ``mode``: ``"scratch"`` (new random weights); ``"head_only"`` (everything pretrained frozen,
-    only a new classifier trains — the lecture's "replace the classifier"); ``"frozen"`` (the
+    only a new classifier trains); ``"frozen"`` (the
     convolutions frozen, a new two-layer head: Linear(512, 64), ReLU, Linear(64, classes));
     ``"finetune"`` (as ``"frozen"`` but the last convolution trains too). The pretrained model
     is copied first, so it is never changed. The new model is on ``device``: by default where
@@ -162,12 +162,12 @@ def augmentations(p_flip: float = 0.5) -> dict[str, Callable]:
     }
 
 
-def lecture_transforms() -> dict[str, Callable]:
-    """The lecture's resizing and cropping transforms, sized for 8×8 digits (07).
+def resize_crop_transforms() -> dict[str, Callable]:
+    """Resizing and cropping transforms, sized for 8×8 digits (07).
 
     ``Resize`` scales (antialiased), ``CenterCrop`` cuts the middle, ``RandomCrop`` with padding
-    shifts the digit by up to the padding; chained, they are the classic ImageNet recipe
-    (resize, then crop to the network's input size) at digit scale.
+    shifts the digit by up to the padding; chained, resize then centre crop is the ImageNet
+    evaluation preset (resize, then crop to the network's input size) at digit scale.
     """
     from torchvision.transforms import v2
 
