@@ -350,3 +350,35 @@ def test_stage_bound_uses_each_stages_measured_cost():
     assert "1F1B differed from GPipe beyond the rounds at m = 2 (slower)" in P.library_lines(lib, [])
     lib[2].update(step_s=0.81, step_range=(0.75, 0.85))
     assert "no clear difference at any m" in P.library_lines(lib, [])
+
+
+def test_hand_written_rows_are_judged_against_the_bound_with_the_stages_costs():
+    # stages of unequal cost (stage 1's backward 0.5 s against 0.3 s): the bound at m = 2 is
+    # 1.2 / (0.2 + 0.1 + 0.5 + 0.15) = 1.26×, below the equal-cost ideal 1.33×. A step at 1.32× is under
+    # the ideal (efficiency 0.99) but above this bound: it must be flagged, not passed over (the old check
+    # tested the equal-cost ideal only and printed nothing)
+    def row(m, med, rounds, parts):   # parts: [(F, B) of stage 0, (F, B) of stage 1], every round
+        r = {"microbatches": m, "microbatch_rows": 2048 // m, "step_s": med, "step_rounds": rounds,
+             "step_range": (min(rounds), max(rounds)), "speedup": 1.0 / med, "ideal_speedup": P.ideal_speedup(m),
+             "compute_rounds": [[{"F": f, "B": b}] * len(rounds) for f, b in parts]}
+        r["efficiency"] = r["speedup"] / r["ideal_speedup"]
+        return r
+    naive = row(1, 1.0, [0.98, 1.0, 1.02], [(0.2, 0.3), (0.2, 0.5)])
+    assert round(P.stage_bound(naive, 2), 3) == 1.263
+    cheap = row(2, 0.76, [0.75, 0.76, 0.77], [(0.19, 0.28), (0.19, 0.47)])   # pieces ×0.94 of m = 1's time
+    assert round(cheap["efficiency"], 2) == 0.99
+    text = P.beyond_bound_lines([naive, cheap])
+    assert text.startswith("m = 2: 1.32× is above the bound with these stages' costs (1.26×): 1.04 of it")
+    assert "efficiency 0.99 against the equal-cost ideal (1.33×)" in text and "it is 1.02–1.06: above 1 even then" in text
+    assert "pieces of 1,024 rows took ×0.94" in text and "cost less per row than 2,048 rows" in text
+    assert "each piece costs 1/m of the whole) failed; the bound at that cost, 1.26× ÷ 0.94 = 1.34×" in text
+    # the same step with pieces at m = 1's cost: above the bound, but not said to be explained by cheap pieces
+    same = row(2, 0.76, [0.75, 0.76, 0.77], [(0.2, 0.3), (0.2, 0.5)])
+    text = P.beyond_bound_lines([naive, same])
+    assert "above 1 even then" in text and "cost less per row" not in text and "does not say what made" in text
+    # a wide m = 1 baseline: above the bound by the median only, no clear win
+    wide = dict(naive, step_rounds=[0.9, 1.0, 1.1], step_range=(0.9, 1.1))
+    text = P.beyond_bound_lines([wide, cheap])
+    assert "no clear win over the bound" in text and "cost less" not in text
+    # at or under the stage bound: nothing
+    assert P.beyond_bound_lines([naive, row(2, 0.8, [0.8], [(0.2, 0.3), (0.2, 0.5)])]) == ""   # 1.25× < 1.26×
