@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from ..core.plots import finish
 from .instruments import COLLECTIVES, alpha_beta_time
 
-__all__ = ["plot_collectives", "plot_bus_bandwidth", "sweep_summary", "ring_prediction_lines", "noise_lines",
+__all__ = ["plot_collectives", "plot_bus_bandwidth", "sweep_summary", "ring_prediction_lines", "falling_time_lines",
            "ddp_verdict", "plot_scratch_ddp"]
 
 
@@ -100,12 +100,16 @@ def sweep_summary(sweep: dict) -> list[str]:
         lines.append(f"  large sizes: ×{grow[1]:.1f} for 16× the bytes, so β does not dominate yet at these sizes here")
     big = max(sweep["sizes"], key=lambda r: r["bytes"])
     inv_beta, algbw = 1e-9 / sweep["beta_s_per_byte"], max(r["bytes"] / r["gloo_s"] / 1e9 for r in sweep["sizes"])
+    over = [r for r in sweep["sizes"] if r["bytes"] / r["gloo_s"] / 1e9 >= inv_beta]
     lines.append(f"the fitted line: {size(big['bytes'])} in {big['gloo_model_s'] * 1e3:.1f} ms, timed "
                  f"{big['gloo_s'] * 1e3:.1f} ms; 1/β = {inv_beta:.2f} GB/s is "
-                 f"{'above' if inv_beta > algbw else 'not above'} every size's bytes/time (at most {algbw:.2f} GB/s)")
+                 f"{'above' if not over else 'not above'} every size's bytes/time (at most {algbw:.2f} GB/s)")
     lines.append("  as the model says: bytes/(α + bytes·β) stays below 1/β while α > 0, nearing it only as messages grow"
-                 if inv_beta > algbw else
-                 "  which the model with α > 0 cannot give (bytes/(α + bytes·β) < 1/β): the line misdescribes these sizes")
+                 if not over else
+                 f"  at {', '.join(size(r['bytes']) for r in over)} bytes/time reaches "
+                 f"{', '.join(format(r['bytes'] / r['gloo_s'] / 1e9, '.2f') for r in over)} GB/s, which the model with α > 0 "
+                 "cannot give (bytes/(α + bytes·β) < 1/β): the line misdescribes "
+                 f"{'that size' if len(over) == 1 else 'those sizes'}")
     busbw = [f"{r['gloo_busbw_gbs']:.2f}" for r in sweep["sizes"][-3:]]
     lines.append(f"bus bandwidth at {', '.join(size(r['bytes']) for r in sweep['sizes'][-3:])}: {', '.join(busbw)} GB/s")
     k, one = b[-3] // b[0], sweep["sizes"][0]
@@ -118,12 +122,14 @@ def sweep_summary(sweep: dict) -> list[str]:
 SERIES = {"gloo_s": "all_reduce", "ring_s": "ring", "step_s": "one step"}
 
 
-def noise_lines(sweep: dict, margin: float = 0.15, agree: float = 1.5) -> list[str]:
-    """Where a timing falls as the message grows, which the α–β model cannot give, and what its repeats say about why (08).
+def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
+    """Where a timing falls as the message grows, which the α–β model cannot give, and what its repeats can say (08).
 
-    A time that falls is judged by the size it falls from: its repeats far apart (the slowest above
-    ``agree`` × the best) point to load from outside the call; close together, to a cost at that size
-    the model has no term for.
+    Each time is the best of its repeats, and every repeat times the sizes in turn, so a passing
+    burst of outside load falls on different sizes in different repeats. A raised best means that
+    every repeat at that size was slow: it points to a cost at that size, not to a burst, and a wide
+    spread between the slowest and the best repeat does not explain a high best. The cause is not
+    identified by the sweep, so none is named.
     """
     rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
     drops = [(key, name, lo, hi) for key, name in SERIES.items() if all(key in r for r in rows)
@@ -134,22 +140,15 @@ def noise_lines(sweep: dict, margin: float = 0.15, agree: float = 1.5) -> list[s
     said = "; ".join(f"{name} {lo[key] * 1e3:.2f} ms at {_size(lo['bytes'])} → {hi[key] * 1e3:.2f} ms at {_size(hi['bytes'])}"
                      + (f" (its repeats at {_size(lo['bytes'])}: slowest ×{spread[key, lo['bytes']]:.1f} the best)"
                         if (key, lo["bytes"]) in spread else "") for key, name, lo, hi in drops)
-    lines = [f"a time falls as the bytes grow ({said}): the α–β model, with β > 0, cannot give that, so it is "
-             "tested only where the times grow with the bytes"]
-    loud = [f"{name} at {_size(lo['bytes'])}" for key, name, lo, _ in drops if spread.get((key, lo["bytes"]), 0) > agree]
-    quiet = [f"{name} at {_size(lo['bytes'])}" for key, name, lo, _ in drops if 0 < spread.get((key, lo["bytes"]), 0) <= agree]
-    if loud:
-        lines.append(f"  {', '.join(loud)}: repeats far apart, a sign of load from outside the call (noise): the "
-                     f"{sweep['world_size']} ranks, each with gloo's worker threads, and whatever else runs share this "
-                     f"machine's {os.cpu_count()} CPU cores")
-    if quiet:
-        lines.append(f"  {', '.join(quiet)}: repeats within ×{agree:g} of each other, so not a passing burst of load but "
-                     "a cost at that size that the model has no term for; this run does not say which")
-    return lines
+    where = ", ".join(f"{name} at {_size(lo['bytes'])}" for _, name, lo, _ in drops)
+    return [f"a time falls as the bytes grow ({said}): the α–β model, with β > 0, cannot give that",
+            f"  {where}: each time is the best of the repeats, which take turns with the other sizes, so every "
+            "repeat at that size was slow: a cost at that size rather than a passing burst of load (however far "
+            "apart the repeats are, that does not explain a high best); this run does not identify the cost"]
 
 
 def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
-    """Each size's times (all_reduce, ring, one ring step) and the ring against its prediction; noise said as noise (08).
+    """Each size's times (all_reduce, ring, one ring step) and the ring against its prediction, led by where it holds (08).
 
     The prediction (``ring_model_s``) comes from lines fitted to the step and the addition timed
     alone. A cost that every call of the ring pays is at most the ring's fastest time in the sweep,
@@ -170,14 +169,15 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
         fastest = min(rows, key=lambda r: r["ring_s"])
         extra = {r["bytes"]: r["ring_s"] - r["ring_model_s"] for r in above}
         big = [r for r in above if extra[r["bytes"]] > fastest["ring_s"]]
-        lines.append(f"slower than predicted at {names(above)}: {min(extra.values()) * 1e3:.2f}–"
-                     f"{max(extra.values()) * 1e3:.2f} ms more per call")
+        times = [r["ring_s"] / r["ring_model_s"] for r in above]
+        lines.append(f"slower than predicted at {names(above)}: ×{min(times):.2f}–×{max(times):.2f} the prediction, "
+                     f"{min(extra.values()) * 1e3:.2f}–{max(extra.values()) * 1e3:.2f} ms more per call")
         small = [r for r in above if r not in big]
         lines.append(f"  a cost that every ring call pays is at most the ring's fastest call here, {fastest['ring_s'] * 1e3:.2f} ms "
                      f"at {_size(fastest['bytes'])}")
         if big:
             lines.append(f"  the excess at {names(big)} is more than that: not a fixed cost per call, but one that changes "
-                         "with the size (missed by the fitted lines) or load from outside the call")
+                         "with the size, which the fitted lines miss; this run does not identify it")
         if small:
             lines.append(f"  the excess at {names(small)} is not: it could be such a cost, one the model has no term for, "
                          "or load; this run does not separate them")
@@ -188,7 +188,7 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
         if sweep.get(key, 0.0) < 0:
             lines.append(f"{what} fitted α is negative ({sweep[key] * 1e6:.0f} µs): no latency is negative, so no line "
                          "with α ≥ 0 fits those times; the α–β model does not describe them")
-    return lines + noise_lines(sweep, margin)
+    return lines + falling_time_lines(sweep, margin)
 
 
 def ddp_verdict(res: dict, margin: float = 0.1) -> str:
@@ -201,6 +201,11 @@ def ddp_verdict(res: dict, margin: float = 0.1) -> str:
     if not any(res["ratio"][a] < (1 - margin) * res["ratio"][b] for a, b in (("overlapped", "bucketed"),
                                                                               ("bucketed", "per_parameter"))):
         said += "\nso in this run neither bucketing nor overlap shows a benefit beyond the margin"
+    if not res["ratio"]["overlapped"] < (1 - margin) * res["ratio"]["bucketed"]:
+        said += ("\noverlap did not make the step faster here, and this run times whole steps only, so it does not show "
+                 "whether any all-reduce ran during backward; candidates, none measured: backward and gloo's worker "
+                 f"threads sharing this machine's {os.cpu_count()} CPU cores, the Python hook called for every parameter, "
+                 "the torch.cat that copies each bucket inside the hook")
     return said
 
 

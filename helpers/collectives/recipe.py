@@ -39,10 +39,10 @@ _BUFFERS: dict[tuple, torch.Tensor] = {}
 
 
 def recv_buffer(like: torch.Tensor) -> torch.Tensor:
-    """A receive buffer shaped like ``like``, allocated once and reused, as nccl and gloo do (08).
+    """A receive buffer shaped like ``like``, allocated once and reused across calls (08).
 
-    Allocating a fresh 8 MB tensor costs page faults (about a millisecond on a laptop CPU) each
-    call: as much as sending it between two processes. So a ring keeps its buffer.
+    A fresh large tensor each call would be allocated (and its pages touched) again every time;
+    keeping one buffer per size avoids that cost.
     """
     key = (like.shape, like.dtype, like.device)
     if key not in _BUFFERS:
@@ -179,8 +179,10 @@ class OverlappedDDP:
     """DDP v3: each bucket is all-reduced asynchronously as soon as backward has produced its gradients (08).
 
     ``register_post_accumulate_grad_hook`` tells us when a parameter's ``.grad`` is final; when a
-    bucket's last gradient arrives, its all-reduce starts (``async_op=True``) while backward goes
-    on computing earlier layers. Call the wrapper as the model (it first copies rank 0's buffers to
+    bucket's last gradient arrives, its all-reduce is started (``async_op=True``) and the hook
+    returns, so that backward can go on with earlier layers while it runs: that is the design;
+    whether the two really overlap depends on the backend and on the CPU cores free, and notebook 08
+    times whole steps only. Call the wrapper as the model (it first copies rank 0's buffers to
     every rank, as DDP does at each forward by default: ``forward_sync_buffers``); call :meth:`finish` after ``backward()``, before ``optimizer.step()``:
     it waits for the all-reduces and writes the averaged gradients back. Several backward passes
     before ``finish()`` each send the buckets again, so the gradients end up summed over the passes
@@ -233,4 +235,5 @@ class OverlappedDDP:
                 f"these trainable parameters got no gradient in backward: {', '.join(missing)}. Their buckets were "
                 "never complete, so the gradients sharing those buckets were not averaged and the ranks would drift apart. "
                 "Use every trainable parameter in the loss, or freeze the unused ones with requires_grad_(False) "
-                "before wrapping the model (DDP raises here too, unless built with find_unused_parameters=True).")
+                "before wrapping the model. DDP refuses this too, unless built with find_unused_parameters=True, but only at "
+                "the next forward (\"Expected to have finished reduction in the prior iteration\").")
