@@ -158,6 +158,40 @@ def test_recorded_gpu_intro_says_when_the_recording_ran_other_code(tmp_path):
     assert "Some GPU" in M.recorded_gpu_intro("d78593a6", folder=folder)
 
 
+def test_recorded_gpu_intro_tells_no_gpu_lines_from_gpu_code(tmp_path):
+    # only the else of `if torch.cuda.is_available()` differs: the GPU ran the code shown; a change
+    # in the GPU branch, or outside it, is an earlier version
+    import json
+    import zipfile
+    from pathlib import Path
+
+    nb = json.loads((Path(M.__file__).resolve().parents[2] / "notebooks" / "06_oom_troubleshooting.ipynb").read_text())
+    cells = {c["id"]: c for c in nb["cells"]}
+    now = "".join(cells["c67d3342"]["source"])
+    assert "if torch.cuda.is_available():" in now and "recorded_gpu_output('c67d3342')" in now
+    cells["c67d3342"]["source"] = now.replace("recorded_gpu_output('c67d3342')}", "recorded_gpu_output('c67d3342')} (old)")
+    gpu_changed = "".join(cells["d78593a6"]["source"]).replace('show_memory("start")', 'show_memory("begin")')
+    assert gpu_changed != "".join(cells["d78593a6"]["source"])
+    cells["d78593a6"]["source"] = gpu_changed
+    folder = tmp_path / "a" / "b" / "2026-01-01-gpu"
+    folder.mkdir(parents=True)
+    (folder / "notebooks.log").write_text("GPU run: torch 9, 1 x Some GPU\n")
+    with zipfile.ZipFile(folder / "executed_notebooks.zip", "w") as z:
+        z.writestr("06_oom_troubleshooting.ipynb", json.dumps(nb))
+    same_gpu = M.recorded_gpu_intro("c67d3342", folder=folder)
+    assert "this cell (the same code on a GPU" in same_gpu and "earlier version" not in same_gpu
+    assert "an earlier version of this cell" in M.recorded_gpu_intro("d78593a6", folder=folder)
+    assert M.gpu_path("if torch.cuda.is_available():\n    a()\nelse:\n    b()") == M.gpu_path("a()  # note")
+    assert M.gpu_path("if not torch.cuda.is_available():\n    b()\nc()") == M.gpu_path("c()")
+    assert M.gpu_path("if torch.cuda.is_available():\n    a()") != M.gpu_path("if torch.cuda.is_available():\n    a2()")
+
+
+def test_half_weights_are_measured():
+    h = M.half_vs_autocast(blocks=3, width=8, batch=4)
+    # 3 blocks of 8 × 8 weights and 8 biases: 216 numbers, 4 B each in float32 and 2 B after .half()
+    assert (h["params_fp32"], h["params_half"]) == (216 * 4, 216 * 2)
+
+
 def test_find_largest_batch_exact_with_tolerance_one():
     def step(bs):
         if bs > 1562:
@@ -219,6 +253,22 @@ def test_mean_loss_check_refuses_wrong_answers(wrong, why):
     ok, msg = verify("06.mean_loss", wrong)
     assert not ok and why in msg
     _KEPT.clear()
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_mean_loss_check_catches_kept_graphs_in_every_case(case, monkeypatch):
+    # every case alone refuses a tensor total (all graphs alive), not only the one with most batches
+    from helpers.core.checks import verify
+    from helpers.memory import lesson
+
+    sizes = lesson.MEAN_LOSS_CASES[case]
+    assert len(sizes) > 1
+    monkeypatch.setattr(lesson, "MEAN_LOSS_CASES", (sizes,))
+    ok, msg = verify("06.mean_loss", _tensor_total)
+    assert not ok and "batches' worth of saved tensors" in msg
+    assert verify("06.mean_loss", _right)[0]
+    if len(set(sizes)) > 1:
+        assert not verify("06.mean_loss", _mean_of_batch_means)[0]
 
 
 def test_mean_loss_check_accepts_right_answers():

@@ -197,9 +197,10 @@ def half_vs_autocast(blocks: int = 8, width: int = 256, batch: int = 256) -> dic
     """
     model = deep_mlp(blocks, width)
     x = torch.randn(batch, width)
-    params = sum(p.numel() * p.element_size() for p in model.parameters())
-    out = {"params_fp32": params, "params_half": params // 2, "saved_fp32": saved_bytes(lambda: model(x))}
     half = deep_mlp(blocks, width).half()
+    out = {"params_fp32": sum(p.numel() * p.element_size() for p in model.parameters()),   # measured, each
+           "params_half": sum(p.numel() * p.element_size() for p in half.parameters()),
+           "saved_fp32": saved_bytes(lambda: model(x))}
     out["saved_half"] = saved_bytes(lambda: half(x.half()))
     with torch.autocast("cpu", dtype=torch.float16):
         split = saved_split(lambda: model(x))

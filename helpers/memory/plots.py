@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import MaxNLocator, NullLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 from matplotlib.figure import Figure
 
 from ..core.plots import finish
@@ -15,9 +15,10 @@ def plot_leak(bug: dict, fix: dict, label: str = "") -> Figure | None:
     """Bytes held by autograd after each iteration, for the bug and the fix (06)."""
     fig, ax = plt.subplots(figsize=(6.5, 3.4))
     it = range(1, len(bug["held_bytes"]) + 1)
-    ax.plot(it, [b / 2**20 for b in bug["held_bytes"]], "o-", color="C3", label="total += loss  (bug)")
-    ax.plot(it, [b / 2**20 for b in fix["held_bytes"]], "s-", color="C2", label="total += loss.item()  (fix)")
-    ax.set(xlabel="iteration", ylabel="MiB held by autograd's saved tensors", title="the accumulation leak")
+    ax.plot(it, bug["held_bytes"], "o-", color="C3", label="total += loss  (bug)")
+    ax.plot(it, fix["held_bytes"], "s-", color="C2", label="total += loss.item()  (fix)")
+    ax.set(xlabel="iteration", ylabel="bytes held by autograd's saved tensors", title="the accumulation leak")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))  # bytes, as the text prints them
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     ax.legend()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["RECORDED_GPU_RUN", "recorded_gpu_run", "recorded_gpu_output", "recorded_gpu_intro"]
+__all__ = ["RECORDED_GPU_RUN", "recorded_gpu_run", "recorded_gpu_output", "recorded_gpu_intro", "recorded_gpu_code",
+           "gpu_path"]
 
 RECORDED_GPU_RUN = Path(__file__).resolve().parents[2] / "tests" / "gpu" / "recorded" / "2026-11-26-h100"
 
@@ -27,22 +28,73 @@ def _cell_source(nb: dict, cell_id: str) -> str | None:
     return None
 
 
-def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN) -> str:
-    """"On a GPU (…), this cell printed" — or "an earlier version of this cell" where the recorded code differs (06).
+def _is_cuda_test(node) -> bool | None:
+    """True for ``torch.cuda.is_available()``, False for ``not torch.cuda.is_available()``, else None."""
+    import ast
 
-    Compares the cell's code in the recorded run with the course's notebook on disk, so the label
-    says whether the figures come from the code shown or from an earlier one.
+    negated = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+    call = node.operand if negated else node
+    if (isinstance(call, ast.Call) and not call.args and isinstance(call.func, ast.Attribute)
+            and ast.unparse(call.func) == "torch.cuda.is_available"):
+        return not negated
+    return None
+
+
+def gpu_path(source: str) -> str:
+    """The code of a cell as a machine with a GPU runs it: ``if torch.cuda.is_available()`` blocks
+    without their ``else``, ``if not torch.cuda.is_available()`` blocks dropped (06).
+
+    Normalised through ``ast`` (comments and layout do not count). Two cells whose GPU paths are
+    equal print the same on a GPU, whatever their no-GPU lines print.
     """
+    import ast
+
+    class _GpuOnly(ast.NodeTransformer):
+        def visit_If(self, node):
+            self.generic_visit(node)
+            which = _is_cuda_test(node.test)
+            if which is True:
+                return node.body
+            if which is False:
+                return node.orelse or None
+            return node
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    return ast.dump(_GpuOnly().visit(tree))
+
+
+def recorded_gpu_code(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN) -> str | None:
+    """The code of one cell as the recorded GPU run executed it (06)."""
     import json
     import zipfile
 
     with zipfile.ZipFile(folder / "executed_notebooks.zip") as z:
-        then = _cell_source(json.loads(z.read(f"{notebook}.ipynb")), cell_id)
+        return _cell_source(json.loads(z.read(f"{notebook}.ipynb")), cell_id)
+
+
+def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN) -> str:
+    """"On a GPU (…), this cell printed" — or "an earlier version of this cell" where the recorded code differs (06).
+
+    Compares the cell's code in the recorded run with the course's notebook on disk, so the label
+    says whether the figures come from the code shown or from an earlier one. Where only the lines
+    a GPU does not run differ (the ``else`` of ``if torch.cuda.is_available()``, such as the line
+    that prints this recording), the GPU ran the code shown, and the label says so.
+    """
+    import json
+
+    then = recorded_gpu_code(cell_id, notebook, folder)
     here = Path(__file__).resolve().parents[2] / "notebooks" / f"{notebook}.ipynb"
     now = _cell_source(json.loads(here.read_text()), cell_id) if here.exists() else None
-    which = ("this cell" if then is not None and then == now else
-             f"an earlier version of this cell (other code than above, so other lines and formats; its code is in "
-             f"{folder.name}/executed_notebooks.zip)")
+    if then is not None and then == now:
+        which = "this cell"
+    elif then is not None and now is not None and gpu_path(then) == gpu_path(now):
+        which = "this cell (the same code on a GPU; only its lines for a machine without one differed)"
+    else:
+        which = (f"an earlier version of this cell (other code than above, so other lines and formats; its code is in "
+                 f"{folder.name}/executed_notebooks.zip)")
     return f"On a GPU ({recorded_gpu_run(folder)}), {which} printed"
 
 
