@@ -217,9 +217,11 @@ def test_zero1_partition_exercise_refuses_plausible_wrong_answers(wrong):
     ("09.replica_gb_13b", 234),         # autocast's bf16 weight copies added: not what section 1's table counts
     ("09.replica_gb_13b", 26),          # the bf16 copies alone
     ("09.replica_gb_13b", 104),         # the fp32 weights and gradients only
-    ("09.zero3_gb_13b_16", 14.625),     # DeepSpeed's estimator, 18Ψ/N: its extra fp32 gradient copy
-    ("09.zero3_gb_13b_16", 61.75),      # ZeRO-1 in DeepSpeed's accounting: weights and gradients left whole
-    ("09.zero3_gb_13b_16", 6.5),        # Adam's state alone
+    ("09.zero3_gb_13b_32", 7.3125),     # DeepSpeed's estimator, 18Ψ/N: its extra fp32 gradient copy
+    ("09.zero3_gb_13b_32", 56.875),     # ZeRO-1 in DeepSpeed's accounting: weights and gradients left whole
+    ("09.zero3_gb_13b_32", 3.25),       # Adam's state alone
+    ("09.zero3_gb_13b_32", 13),         # 16 GPUs (the old question): also the model's size in billions
+    ("09.zero3_gb_13b_32", 26),         # 2 B × Ψ: the bf16 weights alone, unsharded
 ])
 def test_the_gb_exercises_refuse_plausible_wrong_answers_without_saying_the_answer_is_whole(exercise, wrong):
     ok, msg = verify(exercise, wrong)
@@ -229,4 +231,4 @@ def test_the_gb_exercises_refuse_plausible_wrong_answers_without_saying_the_answ
 
 def test_the_gb_exercises_accept_the_answer_as_int_or_float():
     assert verify("09.replica_gb_13b", 16 * 13)[0] and verify("09.replica_gb_13b", 208.0)[0]
-    assert verify("09.zero3_gb_13b_16", 16 * 13 / 16)[0] and verify("09.zero3_gb_13b_16", 13)[0]
+    assert verify("09.zero3_gb_13b_32", 16 * 13 / 32)[0] and verify("09.zero3_gb_13b_32", 6.5)[0]

@@ -66,9 +66,9 @@ EXERCISES = [
                   "accounting, and what does DDP divide? (answer in GB, 10⁹ bytes)",
              why="16 bytes per parameter under either accounting, before a single activation: no single GPU holds a "
                  "13B model's training state."),
-    Exercise("09.zero3_gb_13b_16", "number", digits=3, digest="6f06352e3668f70c8b52430dacd5658fe582a680e96f7ec3003371c4c7a41d7f",
+    Exercise("09.zero3_gb_13b_32", "number", digits=3, digest="b9921cc5b743522f2862a9234e1482ef75cb77a7c745c0ac05135325c138cf0a",
              hint="Which of the three parts does ZeRO-3 shard? (answer in GB)",
-             why="The same under either accounting. Sharded sixteen ways the state leaves most of a 40 GB GPU for "
+             why="The same under either accounting. Sharded 32 ways the state leaves most of a 40 GB GPU for "
                  "the gathered layers and activations; ZeRO-1 alone would leave the weights and gradients whole on "
                  "every GPU: 52 GB in DeepSpeed's fp16 accounting, 104 GB in PyTorch's fp32 one."),
     Exercise("09.zero1_partition", "code", behaviour=_partition_behaviour,

@@ -42,6 +42,7 @@ def plot_memory(rows: list[dict], label: str = "") -> Figure | None:
             ax.plot([x - width * 0.45, x + width * 0.45], [pred, pred], color="black", lw=1.5,
                     label="calculator's total" if (i, j) == (0, 0) else None)
             ax.text(x, bottom, f"N={n}", ha="center", va="bottom", fontsize=8)
+    ax.plot([], [], " ", label=f"paler to darker: N = {', '.join(map(str, sizes))} (on each bar)")
     ax.set_xticks(range(len(strategies)), [NAMES.get(s, s) for s in strategies])
     ax.set(ylabel="MB on the largest rank", title="what a rank holds: parameters + gradients + Adam state (+ gathered layers)")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
