@@ -226,10 +226,19 @@ def test_largest_coalesced_buffer_follows_take_tensors():
 
 def test_section4_sentences_say_what_the_numbers_say():
     s = D.forward_sentence({"forward": 0.010, "backward": 0.01}, {"apply": 0.015, "backward": 0.01})
-    assert "1.50× as long: slower in threads" in s
-    assert "faster in threads" in D.forward_sentence({"forward": 0.010, "backward": 0.01}, {"apply": 0.008, "backward": 0.01})
-    assert "no clear difference" in D.forward_sentence({"forward": 0.010, "backward": 0.01}, {"apply": 0.0101, "backward": 0.01})
+    assert "1.50× as long; one ratio of two means, so no round-by-round verdict" in s
+    for apply in (0.008, 0.0101):  # two means give no verdict either way: the rule wants rounds
+        s = D.forward_sentence({"forward": 0.010, "backward": 0.01}, {"apply": apply, "backward": 0.01})
+        assert "faster" not in s and "slower" not in s and "no clear difference" not in s
     gil = [{"batch_per_thread": 128, "speedup": 1.2}]
+    s = D.forward_sentence({"forward": 0.010, "backward": 0.01}, {"apply": 0.008, "backward": 0.01}, gil, rows=128)
+    assert "ran 1.25× as fast as one thread; the probe's two threads at 128 rows each, 1.20×" in s
+    assert "functional_call" in s
+    assert "probe" not in D.forward_sentence({"forward": 0.010, "backward": 0.01}, {"apply": 0.008, "backward": 0.01}, gil, rows=64)
+    below = D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, False, measured=1.06)  # bound 1.33×
+    assert "1.06×, is well below that bound" in below and "starting two threads" in below
+    assert "well below" not in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, False, measured=1.31)
+    assert "well below" not in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, True, measured=0.9)
     s = D.probe_vs_cut_sentence(gil, [0.6, 0.7, 0.8], rows=128)
     assert "probe gave 1.20×" in s and "cut in two 0.70×" in s and "all 256 rows" in s
     assert "did not run" in D.probe_vs_cut_sentence(gil, [0.7], rows=64)
@@ -394,6 +403,15 @@ def test_memory_sentences_count_both_designs_moments_and_follow_the_classes():
     far = D.largest_batches(16 * 2**30, acc)
     assert f"({far['ddp'] / far['data_parallel']:.2f}×)" in lines[4]
     assert f"{2 * 200_000 / big['data_parallel']:.0%} of DataParallel's" in lines[5]
+    with_grad = (big["data_parallel"] + 200_000) / (big["ddp"] + 100_000)  # log_softmax's backward: one more row
+    assert f"the ratio would be {with_grad:.1f}×" in lines[5]
+    assert "gradient_as_bucket_view=True" in lines[1] and "not this extra" in lines[1]
+    # the lecture's claim judged from the per-sample bytes: not supported at 10 classes, supported at 50,000
+    claim = "supported" if per > 1.03 else "not supported" if per >= 0.97 else "contradicted"
+    assert lines[6].startswith(f"the lecture's claim, that the output device forces a smaller batch than DDP: {claim} here")
+    assert "Supported in the 50,000-class what-if" in lines[6]
+    heavy = {**acc, "output_row_bytes": 4 * 50_000}  # a model whose own rows are large: the claim holds for it
+    assert ": supported here" in D.memory_sentences(2_000_000, heavy)[6]
 
 
 def test_probe_sentences_follow_the_rule_and_the_peak():
@@ -402,7 +420,11 @@ def test_probe_sentences_follow_the_rule_and_the_peak():
                                        (128, 1.50, 1.40, 1.66, "faster"), (256, 1.24, 1.21, 1.28, "faster"))]
     assert D.probe_verdict(rows[1]) == "faster in every round"
     v = D.probe_verdict(rows[0])
-    assert v.startswith("no clear difference") and "0.69–1.03×" in v and "whatever the median" in v
+    assert v.startswith("no clear difference") and "0.69–1.03×" in v and "the median alone decides nothing" in v
+    v = D.probe_verdict({**rows[0], "ratios": [0.75, 0.99, 0.79], "speedup_min": 0.75, "speedup_max": 0.99})
+    assert "1 of the 3 rounds within 3% of 1×" in v  # why a median of 0.79× gives no verdict
+    v = D.probe_verdict({**rows[0], "ratios": [0.8, 1.2, 0.9], "speedup_min": 0.8, "speedup_max": 1.2})
+    assert "rounds on both sides of 1×" in v
     s = D.probe_peak_sentence(rows)
     assert "largest at 128 rows per thread (1.50×)" in s and "256 (1.24×)" in s and "did not keep growing" in s
     assert "the largest batch probed" in D.probe_peak_sentence(rows[:3])

@@ -51,7 +51,7 @@ def plot_throughputs(results: dict, gil_rows: list[dict], label: str = "", notes
         note = (notes or {}).get(n, f"{mid[n] / mid['single']:.2f}×")
         ax[0].text(runs[n][-1], i, f" {note}", va="center", fontsize=9)
     ax[0].set(xlabel="samples / s (median; bars: min–max of rounds)",
-              title="global batch 256: threads, then processes\n(beside each bar: the median of its rounds' ratios)", xlim=(0, 2.2 * max(r[-1] for r in runs.values())))
+              title="global batch 256: threads, then processes\n(beside each bar: the median of its rounds' ratios)", xlim=(0, 1.6 * max(r[-1] for r in runs.values())))  # room for the notes, no more
     ax[0].xaxis.set_major_locator(MaxNLocator(4))
     ax[0].invert_yaxis()
     sp = [r["speedup"] for r in gil_rows]

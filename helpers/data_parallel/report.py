@@ -28,7 +28,8 @@ def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
     return lines
 
 
-def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | None = None) -> str:
+def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | None = None,
+                    margin: float = MARGIN) -> str:
     """Amdahl's bound for threading only the forward, from a one-thread pass's forward and backward times (02).
 
     The serial share is the backward's share of the one-worker pass (Amdahl's law starts from the
@@ -38,6 +39,7 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
     share = one_worker_seconds["backward"] / (one_worker_seconds["forward"] + one_worker_seconds["backward"])
     cap = amdahl_cap(share)
     above = measured is not None and measured > cap
+    below = measured is not None and not slower and measured < cap - margin
     return (f"Amdahl's law: with the backward ({share:.0%} of section 3's one-thread pass) left on one thread, "
             f"threading the forward gains at most {cap:.2f}×. The law bounds a gain, not a loss"
             + (": the shortfall below 1× here is cost the threads add, not split up in this notebook (starting "
@@ -45,6 +47,10 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
             + (f". The forward-only threads' median here, {measured:.2f}×, is above that bound: the bound takes "
                "section 3's pass, timed at another moment, as the work the threads share, each on a core of its "
                "own; some of that did not hold in these rounds (which part is not split up here)" if above else "")
+            + (f". The forward-only threads' median here, {measured:.2f}×, is well below that bound: the bound "
+               "counts only the work the threads share, and the threads add costs of their own (starting two threads "
+               "every step, functional_call's parameter swaps, the GIL between operators are candidates; not split "
+               "up here)" if below else "")
             + ".")
 
 
@@ -64,9 +70,9 @@ def processes_sentence(rounds: dict, single: list | None = None, margin: float =
             + ", ".join(f"{r:.2f}×" for r in ratios) + f": {verdict} ({hardware_label('cpu')})"
             + ("" if not single else
                f"\none DDP process ran at {statistics.median(rounds[1]) / statistics.median(single):.2f}× one thread's "
-               "median (the same model, batch and SGD step; the process also runs DDP's hooks and gradient buckets, "
-               "rank 1 waited at a barrier meanwhile, and it ran at other moments than the thread: what each adds is "
-               "not split up here)"))
+               "median. The same model, batch and SGD step, but the process also runs DDP's hooks, copies its gradients "
+               "into buckets and calls their all-reduce; rank 1 waited at a barrier meanwhile, and it ran at other "
+               "moments than the thread. What each adds is not split up here"))
 
 
 def _fits(ratio: float, margin: float) -> str:
@@ -97,37 +103,61 @@ def memory_sentences(budget: int, acc: dict, classes: int = 50_000, margin: floa
                    f"about the same per sample (within {margin:.0%})")
     when = {"loss": "while the loss is computed", "backward": "at the end of backward"}
     diff = fixed["ddp"]["loss"] - fixed["data_parallel"]["loss"]
-    return [f"predicted, with a toy budget of {budget:,} B per device: DataParallel's output device is full at a global "
-            f"batch of {dp}, DDP at {ddp}: {_fits(ratio, margin)} ({ratio:.2f}×) in this budget; the fullest moment "
-            f"there: DataParallel {when[binding['data_parallel']]}, DDP {when[binding['ddp']]}",
+    big_ratio = big["data_parallel"] / big["ddp"]
+    grad_row = 4 * classes  # log_softmax's backward: the outputs' gradient, one more row per sample on each design
+    big_ratio_backward = ((big["data_parallel"] + grad_row) / (big["ddp"] + grad_row / acc["devices"]))
+    claim = ("supported" if per_ratio > 1 + margin else "not supported" if per_ratio >= 1 - margin else "contradicted")
+    big_claim = "supported" if big_ratio > 1 + margin else "not supported"
+    return [f"predicted, with a toy budget of {budget:,} B per device (hand-picked, of the order of this model's step): "
+            f"DataParallel's output device is full at a global batch of {dp}, DDP at {ddp}. "
+            f"In this budget: {_fits(ratio, margin)} ({ratio:.2f}×). The fullest moment there: "
+            f"DataParallel {when[binding['data_parallel']]}, DDP {when[binding['ddp']]}",
             f"  fixed bytes while the loss is computed: DataParallel's output device {fixed['data_parallel']['loss']:,} B "
             f"({fixed['data_parallel']['loss'] / budget:.0%} of the budget), a DDP device {fixed['ddp']['loss']:,} B "
             f"({fixed['ddp']['loss'] / budget:.0%}); the difference, {diff:,} B: DDP's all-reduce buckets, kept from "
-            f"construction",
+            f"construction. gradient_as_bucket_view=True makes .grad a view of them, which saves the gradients' size at "
+            f"the end of backward, not this extra",
             f"  at the end of backward (no activations left): DataParallel's output device {fixed['data_parallel']['backward']:,} B "
-            f"(replica 0's gradients, a flat copy and the sum that becomes .grad, beside the parameters and Adam's state), "
-            f"a DDP device {fixed['ddp']['backward']:,} B",
+            f"(the parameters, Adam's state, replica 0's gradients, a flat copy of them and their sum). "
+            f"A DDP device: {fixed['ddp']['backward']:,} B",
             f"  per sample of the global batch: DataParallel's output device {per['data_parallel']:,.0f} B, a DDP device "
-            f"{per['ddp']:,.0f} B ({per_ratio:.2f}×): {per_verdict}; "
-            f"an output row here is {row} B ({row // 4} classes) against {acc['activation_bytes_per_sample']:,.0f} B of saved "
-            f"activations",
+            f"{per['ddp']:,.0f} B ({per_ratio:.2f}×): {per_verdict}. "
+            f"An output row here is {row} B ({row // 4} classes); the saved activations, "
+            f"{acc['activation_bytes_per_sample']:,.0f} B",
             f"  with {big_budget / 2**30:.0f} GiB per device (a what-if budget where the fixed bytes hardly count): "
             f"DataParallel {far['data_parallel']:,}, DDP {far['ddp']:,}: {_fits(far_ratio, margin)} ({far_ratio:.2f}×)",
-            f"  what-if, the same CNN on {acc['devices']} devices with {classes:,}-class output rows (per sample; a "
-            f"{classes:,}-class head's own parameters would add fixed bytes, not counted): {big['data_parallel']:,.0f} B "
-            f"against {big['ddp']:,.0f} B per sample ({big['data_parallel'] / big['ddp']:.1f}×); {rows_share:.0%} of "
-            f"DataParallel's is the gathered outputs and the loss's saved log_softmax output on the output device"]
+            f"  what-if, the same CNN on {acc['devices']} devices with {classes:,}-class output rows, per sample: "
+            f"{big['data_parallel']:,.0f} B against {big['ddp']:,.0f} B ({big_ratio:.1f}×). {rows_share:.0%} of "
+            f"DataParallel's is the gathered outputs and the loss's saved log_softmax output on the output device. "
+            f"Not counted: the outputs' gradient, one more such row per sample, which log_softmax's backward adds "
+            f"(on a DDP device for its chunk); with it the ratio would be {big_ratio_backward:.1f}×. Nor a "
+            f"{classes:,}-class head's own parameters (fixed bytes)",
+            f"the lecture's claim, that the output device forces a smaller batch than DDP: {claim} here for this "
+            f"model's {row // 4} classes (per sample {per_ratio:.2f}×; the toy budget's {ratio:.2f}× is set by the "
+            f"fixed bytes). {big_claim.capitalize()} in the {classes:,}-class what-if, where DataParallel's output "
+            f"device needs {big_ratio:.1f}× a DDP device's bytes per sample"]
 
 
-def forward_sentence(one_worker_seconds: dict, step_seconds: dict, margin: float = MARGIN) -> str:
-    """Section 3's forward in two threads against the same forward on one thread, in words from the means (02)."""
+def forward_sentence(one_worker_seconds: dict, step_seconds: dict, gil: list[dict] | None = None,
+                     rows: int = 128) -> str:
+    """Section 3's forward in two threads against the same forward on one thread, from the means (02).
+
+    One ratio of two means, not rounds: no verdict is drawn from it. With ``gil``, the probe's
+    whole step at ``rows`` per thread is put beside it, with the costs only this forward has.
+    """
     one, two = one_worker_seconds["forward"], step_seconds["apply"]
     r = two / one
-    how = ("slower in threads" if r > 1 + margin else "faster in threads" if r < 1 - margin
-           else f"within {margin:.0%}: no clear difference")
-    return (f"section 3 (means of 20 passes): the forward took {1e3 * two:.1f} ms in 2 threads against {1e3 * one:.1f} ms "
-            f"on one thread ({r:.2f}× as long: {how}); the backward {1e3 * step_seconds['backward']:.1f} ms on one "
-            f"thread after the threads, against {1e3 * one_worker_seconds['backward']:.1f} ms after one thread's forward")
+    s = (f"section 3 (means of 20 passes): the forward took {1e3 * two:.1f} ms in 2 threads against {1e3 * one:.1f} ms "
+         f"on one thread ({r:.2f}× as long; one ratio of two means, so no round-by-round verdict). The backward took "
+         f"{1e3 * step_seconds['backward']:.1f} ms on one thread after the threads, against "
+         f"{1e3 * one_worker_seconds['backward']:.1f} ms after one thread's forward")
+    row = next((g for g in gil or [] if g["batch_per_thread"] == rows), None)
+    if row is not None:
+        s += (f". The threaded forward ran {one / two:.2f}× as fast as one thread; the probe's two threads at {rows} "
+              f"rows each, {row['speedup']:.2f}×. This forward also starts two threads and swaps each replica's "
+              "parameters in with functional_call, which the probe's plain modules do not; how much each adds is "
+              "not split up here")
+    return s
 
 
 def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int) -> str:
@@ -139,9 +169,9 @@ def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int) -> st
     if row is None:
         return f"the probe did not run {rows} rows per thread"
     return (f"{rows} rows per thread: the probe gave {row['speedup']:.2f}× (median of rounds), the global batch cut in "
-            f"two {statistics.median(ratios):.2f}×. Not the same step: the cut batch is compared with one thread on "
-            f"all {2 * rows} rows (the probe: one thread on {rows}), and its step also sums the gradients, takes the SGD "
-            "step and copies the weights into the replicas on the main thread, which the probe's does not; how much "
+            f"two {statistics.median(ratios):.2f}×. Not the same step. The cut batch is compared with one thread on "
+            f"all {2 * rows} rows (the probe: one thread on {rows}). Its step also sums the gradients, takes the SGD "
+            "step and copies the weights into the replicas on the main thread, which the probe's does not. How much "
             "each part adds is not split up here")
 
 
@@ -149,8 +179,13 @@ def probe_verdict(row: dict, margin: float = MARGIN) -> str:
     """A probe row's verdict in words: the rule decides it, the median alone does not (02)."""
     if row["side"] in ("faster", "slower"):
         return f"{row['side']} in every round"
-    return (f"no clear difference: the rule needs every round more than {margin:.0%} beyond 1× on one side, and "
-            f"these rounds ({row['speedup_min']:.2f}–{row['speedup_max']:.2f}×) are not, whatever the median")
+    ratios = row.get("ratios", [])
+    near = sum(abs(r - 1) <= margin for r in ratios)
+    why = (f"{near} of the {len(ratios)} rounds within {margin:.0%} of 1×" if near else
+           "rounds on both sides of 1×") if ratios else "not every round on one side"
+    return (f"no clear difference: the rounds ran {row['speedup_min']:.2f}–{row['speedup_max']:.2f}×, {why}. The rule "
+            f"gives a verdict only when every round is more than {margin:.0%} beyond 1× on the same side, so the "
+            "median alone decides nothing")
 
 
 def probe_peak_sentence(gil: list[dict]) -> str:
