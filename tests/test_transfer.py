@@ -183,10 +183,34 @@ def _bn_eval(model):                               # the student's own BatchNorm
     return model
 
 
-def _ref(model, head):
+def _ref(model, head):                             # decides by membership in the head
+    from torch import nn
     model.requires_grad_(False)
     model.get_submodule(head).requires_grad_(True)
+    for name, m in model.named_modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and not (name + ".").startswith(head + "."):
+            m.eval()
+    return model
+
+
+def _copied_loop(model, head):                     # freeze_batchnorm_stats's loop, copied from the notebook: a
+    model.requires_grad_(False)                    # parameterless BatchNorm in the head counts as frozen
+    model.get_submodule(head).requires_grad_(True)
     return _bn_eval(model)
+
+
+def _frozen_bn_swap(model, head):                  # swaps BatchNorm2d for FrozenBatchNorm2d: other state_dict keys
+    from torch import nn
+    from torchvision.ops import FrozenBatchNorm2d
+    _ref(model, head)
+    for name, m in list(model.named_modules()):
+        for child, sub in list(m.named_children()):
+            if isinstance(sub, nn.BatchNorm2d):
+                fb = FrozenBatchNorm2d(sub.num_features)
+                fb.weight.copy_(sub.weight.detach()); fb.bias.copy_(sub.bias.detach())
+                fb.running_mean.copy_(sub.running_mean); fb.running_var.copy_(sub.running_var)
+                setattr(m, child, fb)
+    return model
 
 
 def _eval_all_but_head(model, head):
@@ -295,7 +319,7 @@ def _track_off(model, head):                       # no running statistics kept,
     return model
 
 
-WRONG = [_old_recipe, _no_dot, _substring, _all_eval, _all_batchnorm_eval, _only_2d, _getattr, _freeze_others_only,
+WRONG = [_copied_loop, _frozen_bn_swap, _old_recipe, _no_dot, _substring, _all_eval, _all_batchnorm_eval, _only_2d, _getattr, _freeze_others_only,
          _train_at_the_end, _children_only, _uses_helper, _track_off]
 
 
@@ -304,6 +328,14 @@ def test_freeze_all_but_refuses_wrong_answers(fn):
     from helpers.core.checks import verify
     ok, message = verify("07.freeze_all_but", fn)
     assert not ok and "✅" not in message
+
+
+def test_a_parameterless_batchnorm_in_the_head_is_judged_by_membership_and_a_swap_said_clearly():
+    from helpers.core.checks import verify
+    ok, message = verify("07.freeze_all_but", _copied_loop)
+    assert not ok and "did not change" in message and "head.4.running_mean" in message
+    ok, message = verify("07.freeze_all_but", _frozen_bn_swap)
+    assert not ok and "replaced layers" in message and "KeyError" not in message
 
 
 def test_the_helper_is_blocked_only_during_the_check_and_said_so():

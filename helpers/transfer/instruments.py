@@ -51,7 +51,9 @@ def compare_to(a: float, b: float, n: int) -> tuple[str, float]:
     """``a`` against ``b``, both accuracies on the same ``n`` test images: ("beats" | "trails" | "within noise", 2·SE) (07).
 
     A difference counts only beyond twice the standard error of the difference of two binomial
-    estimates, 2·sqrt(SE(a)² + SE(b)²); smaller ones are what another test set could reverse.
+    estimates, 2·sqrt(SE(a)² + SE(b)²); smaller ones are what another test set, or another seed,
+    could reverse. A rough rule: it treats the two accuracies as independent, which overstates the
+    noise when both models answer the same test images, and leaves out seed-to-seed variation.
     """
     noise = 2 * math.sqrt(binomial_se(a, n) ** 2 + binomial_se(b, n) ** 2)
     return ("within noise" if abs(a - b) <= noise else "beats" if a > b else "trails"), noise

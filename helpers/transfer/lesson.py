@@ -15,8 +15,10 @@ def _freeze_cases() -> list[tuple[str, object, str]]:
 
     The course CNN; a backbone with BatchNorm (2-d in the features, 1-d between them) and two
     sibling layers named ``fc`` and ``fc2`` (the head is one of them; the other must stay frozen,
-    so ``startswith(head)`` without the dot is caught), once with the head frozen before; a head that holds a BatchNorm layer of its
-    own (it must keep training, statistics included); a head named by a dotted path.
+    so ``startswith(head)`` without the dot is caught), once with the head frozen before; a head that holds BatchNorm layers of its
+    own (they must keep training, statistics included), one of them without parameters (``affine=False``), so
+    deciding by "all its parameters are frozen" (``freeze_batchnorm_stats``'s rule, shown in the notebook) puts it in
+    evaluation mode: what decides is membership in the head; a head named by a dotted path.
     """
     import torch
     from torch import nn
@@ -39,7 +41,8 @@ def _freeze_cases() -> list[tuple[str, object, str]]:
     frozen_before = Siblings()
     frozen_before.fc2.requires_grad_(False)  # a head frozen before: the function must make it train
     bn_head = nn.Sequential(OrderedDict(body=body(), head=nn.Sequential(
-        nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3))))
+        nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 6), nn.BatchNorm1d(6, affine=False), nn.ReLU(),
+        nn.Linear(6, 3))))   # a parameterless BatchNorm in the head: it trains, yet has no parameter to unfreeze
     dotted = nn.Sequential(OrderedDict(net=nn.Sequential(*body(), nn.Linear(4, 3))))
     return [("the course CNN", DigitsCNN(), "classifier"),
             ("a model with layers fc and fc2", Siblings(), "fc"),
@@ -106,6 +109,12 @@ def _judge_freeze(fn: Callable) -> str | None:
         before = {n: t.detach().clone() for n, t in model.state_dict().items()}
         buffers = {n for n, _ in model.named_buffers()}
         fn(model, head)
+        if set(model.state_dict()) != set(before):
+            return tr("07.layers_replaced", "for {what} (head {head!r}), the model's state_dict lost or gained entries "
+                      "({names}): your function replaced layers (e.g. a BatchNorm by a FrozenBatchNorm2d). A training "
+                      "loop calls it every epoch on the same model: keep the layers, and set requires_grad and each "
+                      "layer's mode instead", what=what, head=head,
+                      names=", ".join(sorted(set(model.state_dict()) ^ set(before))[:3]))
         in_head = {n for n in before if n.startswith(head + ".")}
         for name, p in model.named_parameters():
             if p.requires_grad != (name in in_head):
