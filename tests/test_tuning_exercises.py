@@ -137,6 +137,55 @@ def test_grid_distinct_refuses_wrong_answers(wrong):
     assert not verify("04.grid_distinct", wrong)[0]
 
 
+NOTEBOOK_04 = "notebooks/04_hyperparameter_tuning.ipynb"
+
+
+def _cells_04():
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).resolve().parents[1] / NOTEBOOK_04).read_text())["cells"]
+
+
+def test_no_stored_output_of_04_holds_the_rungs_answer():
+    """A list of epochs printed anywhere in 04 (cell 15's rungs, say) must not pass exercise 1."""
+    import re
+
+    for cell in _cells_04():
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+            for found in re.findall(r"\[(\d+(?:, *\d+)*)\]", text):
+                assert not verify("04.rungs_rf2", [int(x) for x in found.split(",")])[0], found
+
+
+def test_the_suggested_rerun_of_section_3_does_not_print_the_rungs_answer():
+    """Exercise 5 suggests rerunning section 3 with another RF: its printed rungs must not answer exercise 1."""
+    import re
+
+    from helpers.tuning import asha_rungs
+
+    text = "".join("".join(c["source"]) for c in _cells_04())
+    rf = int(re.search(r"rerun section 3 with `RF = (\d+)`", text).group(1))
+    max_t = int(re.search(r"MAX_T, RF, TRIALS = (\d+),", text).group(1))
+    rungs = asha_rungs(max_t=max_t, grace_period=1, reduction_factor=rf)
+    for printed in (rungs, [r for r in rungs if r < max_t]):
+        assert not verify("04.rungs_rf2", printed)[0], (rf, printed)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_grid_distinct_hint_gives_no_formula(lang):
+    """The hint points at the idea; the cube (k · k · k points) would reduce it to a cube root."""
+    import json
+    from pathlib import Path
+
+    from helpers.tuning.lesson import EXERCISES
+
+    ex = next(e for e in EXERCISES if e.id == "04.grid_distinct")
+    ko = json.loads((Path(__file__).resolve().parents[1] / "i18n/ko/messages.json").read_text())
+    hint = ex.hint if lang == "en" else ko["exercises"][ex.id]["hint"]
+    assert not any(s in hint for s in ("·", "^", "³", "cube", "root", "k k k", "세제곱"))
+
+
 # --- the code exercise: a trainable that reports config["x"] * epoch for epochs 1, 2, 3 -------------------------
 
 def right(config):

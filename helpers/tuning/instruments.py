@@ -232,7 +232,7 @@ OLD_TO_NEW = [
     ("tune.report(accuracy=acc)", "tune.report({\"accuracy\": acc})"),
     ("ray.train.report(...) inside a Tune trainable", "ray.tune.report(...)"),
     ("CLIReporter(...) passed to tune.run(progress_reporter=...)",
-     "RunConfig(progress_reporter=CLIReporter(...)), read only with RAY_AIR_NEW_OUTPUT=0"),
+     "RunConfig(progress_reporter=CLIReporter(...)): always in Jupyter; in a script with RAY_AIR_NEW_OUTPUT=0"),
     ("resources_per_trial={\"cpu\": 1, \"gpu\": 0.5}", "tune.with_resources(train, {\"cpu\": 1, \"gpu\": 0.5})"),
     ("analysis.get_best_trial(metric, mode)", "result_grid.get_best_result(metric, mode)"),
     ("local_dir=\"~/ray_results\"", "RunConfig(storage_path=\"/absolute/path\")"),

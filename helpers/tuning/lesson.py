@@ -120,8 +120,8 @@ EXERCISES = [
              why="A smaller reduction factor means more rungs: more chances to stop a weak trial. max_t ends "
                  "every trial, so it stops none of them for being weak."),
     Exercise("04.grid_distinct", "int", digest="a44b8cb3a3c86f77a469e6b85e9b824911d0fcf92715f5890fffd7f55bcbec76",
-             hint="A full grid with k values on each of three axes has k · k · k points, and each value of one "
-                  "parameter repeats for every combination of the other two.",
+             hint="Write how many points such a grid has in terms of the values on each axis; the budget fixes "
+                  "that number.",
              why="A grid's distinct values per parameter shrink as parameters are added (the d-th root of the "
                  "budget); random search keeps one distinct value per trial."),
     Exercise("04.asha_continue", "int", digest="5d82bb97de00c00bde772b12d33e5af8f7d7e53b752b3132cd26b0c5a7c87d7a",
