@@ -252,19 +252,22 @@ def test_freezing_and_restoring_the_parameters_passes():
     assert ok, msg
 
 
-def test_the_load_average_is_read_against_the_cpus_the_runs_leave_free():
-    shared = "shared CPUs with it"
-    for load, cpus, threads in ((1.67, 2, 2), (0.3, 2, 2), (1.5, 2, 1), (2.5, 4, 2)):   # above c - n: competition
-        text = lesson.load_meaning(load, cpus, threads)
-        assert shared in text and f"leaves {cpus - threads} of the {cpus}" in text, text
-        assert "does not rule out" not in text and "fewer tasks" not in text, text   # no reassurance
-    for load, cpus, threads in ((0.5, 2, 1), (1.9, 4, 2), (2.0, 4, 2)):   # at most c - n: no claim that none competed
-        text = lesson.load_meaning(load, cpus, threads)
-        assert shared not in text and "does not rule out" in text, text
-    for load in (0.5, 2.0):          # state D counts too; this kernel's own work and the whole system's tasks count
-        text = lesson.load_meaning(load, 2, 2)
-        assert "disk I/O" in text and "wanted to run" not in text and "last minute" in text, text
-        assert "this kernel's" in text and "whole system's" in text and "host" in text, text
+def test_cpu_pressure_is_read_from_the_psi_some_total(tmp_path):
+    f = tmp_path / "cpu"
+    f.write_text("some avg10=1.00 avg60=2.00 avg300=3.00 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=7\n")
+    assert lesson.cpu_pressure_total(str(f)) == 123456          # the "some" line, not "full"
+    assert lesson.cpu_pressure_total(str(tmp_path / "missing")) is None
+    f.write_text("garbage\n")
+    assert lesson.cpu_pressure_total(str(f)) is None
+
+
+def test_cpu_pressure_during_the_runs_is_said_from_the_stall_share():
+    waited = lesson.pressure_meaning(300_000, 1.5)                 # 0.3 s of 1.5 s: 20 %
+    assert "0.30 s" in waited and "20.0%" in waited and "may be waiting" in waited, waited
+    assert "whose" in waited and "whole system" in waited, waited   # PSI does not attribute the wait
+    calm = lesson.pressure_meaning(5_000, 1.5)                     # 0.3 %
+    assert "may be waiting" not in calm and "at most that small share" in calm, calm
+    assert "may be waiting" in lesson.pressure_meaning(15_000, 1.0)   # 1.5 %: not called small
 
 
 @pytest.mark.skipif(not (lesson.openmp_runtime() or "").count("libgomp"), reason="needs Linux with libgomp loaded")
@@ -280,7 +283,10 @@ def test_the_thread_verdict_names_a_winner_only_when_the_runs_do_not_overlap():
     assert threads == 2 and "no clear difference" in text and "0.300" in text     # every run printed
     apart = [(1, .21), (2, .23), (1, .22), (2, .25), (1, .20), (2, .24)]
     threads, text = lesson.threads_verdict(apart, default=2)
-    assert threads == 1 and "faster in every run" in text
+    assert threads == 1 and "faster in every run" in text and "2 times in 20 " in text   # 3 against 3: C(6, 3)
+    five = [(n, .20 + .01 * i + (.1 if n == 2 else 0)) for i in range(5) for n in (1, 2)]
+    threads, text = lesson.threads_verdict(five, default=2)
+    assert threads == 1 and "2 times in 252 (0.8 %)" in text, text
     assert lesson.threads_verdict([(1, .2), (1, .3)], default=1)[0] == 1
 
 

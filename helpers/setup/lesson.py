@@ -162,7 +162,7 @@ EXERCISES = [
     Exercise("00.params_hidden128", "int", digest="87f5a9c253ba0d5f7aa79c59027ee19bc43f32d9d83f422477e20ac25383b545",
              hint="In print(model), which layer's input size comes from the pooled feature maps? Work out the shape "
                   "Flatten would hand it without the pool; a Linear has in·out weights plus out biases.",
-             why="The 2×2 pool quarters what the first Linear of the head sees, and that Linear holds most of the "
+             why="The 2×2 pool quarters what the first Linear (the last layer of `features`) sees, and that Linear holds most of the "
                  "model's parameters."),
     Exercise("00.batches_of_100", "int", digest="4ece535d08f61c2076c37aaf4e2a68b64213ce729ebb5f051d1269cc8f58590a",
              hint="How many training samples are there, and how many whole batches of 100 do they fill? See what "
@@ -181,37 +181,56 @@ EXERCISES = [
 
 def threads_verdict(runs: list[tuple[int, float]], default: int) -> tuple[int, str]:
     """Section 3's reading of ``(threads, seconds)`` runs: every run printed, and a winner only when the faster
-    count's slowest run beats the other count's fastest; otherwise no clear difference, and ``default`` (00)."""
+    count's slowest run beats the other count's fastest; otherwise no clear difference, and ``default`` (00).
+    With *a* and *b* runs, a split that clean happens by chance, if every run's time were drawn alike whatever the
+    count, in 2 of the C(a + b, a) equally likely orderings (either count all below): the exact two-sided
+    Mann–Whitney p-value of a complete separation, printed."""
+    import math
+
     by = {}
     for n, s in runs:
         by.setdefault(n, []).append(s)
-    shown = "; ".join(f"{n} thread(s): " + ", ".join(f"{s:.3f}" for s in ss) + " s per epoch" for n, ss in by.items())
+    shown = "\n".join(f"{n} thread(s), s per epoch: " + ", ".join(f"{s:.3f}" for s in ss) for n, ss in by.items())
     if len(by) < 2:
-        return default, f"{shown}: one count only, nothing to compare; training keeps {default} thread(s)"
+        return default, f"{shown}\none count only, nothing to compare; training keeps {default} thread(s)"
     fast, slow = sorted(by, key=lambda n: min(by[n]))
+    a, b = len(by[fast]), len(by[slow])
+    orders = math.comb(a + b, a)
+    chance = (f"with {a} and {b} runs, equally fast counts would split this cleanly by chance 2 times in {orders} "
+              f"({200 / orders:.1f} %)")
     if max(by[fast]) < min(by[slow]):
         return fast, (f"{shown}\n{fast} thread(s) faster in every run ({max(by[fast]):.3f} s slowest against "
-                      f"{min(by[slow]):.3f} s fastest): used for the training run below")
-    return default, (f"{shown}\nno clear difference (the runs overlap): the training run below keeps the "
-                     f"default, {default} thread(s)")
+                      f"{min(by[slow]):.3f} s fastest; {chance}): used for the training run below")
+    return default, (f"{shown}\nno clear difference (the runs overlap; a clean split is required, which "
+                     f"{chance.replace('this cleanly', 'so')}): the training run below keeps the default, {default} thread(s)")
 
 
-def load_meaning(load: float, cpus: int, threads: int) -> str:
-    """What a 1-minute load average, read just before section 3's runs, says about them, generated from the numbers
-    (00). On Linux it counts tasks running or waiting for a CPU (state R) and tasks waiting for disk I/O (state D),
-    the whole system's (a container's host's), this kernel's own among them, as a damped average weighted towards
-    the last minute. A run with ``threads`` threads on ``cpus`` CPUs leaves ``cpus - threads`` of them to everything
-    else: a load above that means other work, on average, wanted more CPUs than the run left free."""
-    spare = max(cpus - threads, 0)
-    busy = (f"load {load:.2f} on {cpus} logical CPU(s) just before these runs: over about the last minute, "
-            f"{load:.1f} tasks on average were running or waiting for a CPU or for disk I/O (this kernel's earlier "
-            f"cells among them; on Linux the count is the whole system's: in a container, the host's)")
-    if load > spare:
-        return (f"{busy}. A {threads}-thread run leaves {spare} of the {cpus} CPU(s) to everything else, less than "
-                f"those {load:.1f}: where other work went on during the runs, the {threads}-thread runs shared CPUs "
-                f"with it, and their times include waiting for a CPU")
-    return (f"{busy}. A {threads}-thread run leaves {spare} of the {cpus} CPU(s) to everything else, at least "
-            f"those {load:.1f}; an average does not rule out moments when other work competed with these runs")
+def cpu_pressure_total(path: str = "/proc/pressure/cpu") -> int | None:
+    """The "some" line's ``total`` of Linux PSI (https://docs.kernel.org/accounting/psi.html): microseconds in which
+    at least one runnable task waited for a CPU, since boot; None where the file is missing (not Linux, a kernel
+    without PSI) or unreadable (00)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("some "):
+                    return int(dict(kv.split("=") for kv in line.split()[1:])["total"])
+    except (OSError, KeyError, ValueError):
+        return None
+    return None
+
+
+def pressure_meaning(stalled_us: int, wall_s: float) -> str:
+    """What PSI's CPU "some" time during section 3's timed runs says about them, generated from the numbers (00).
+    It counts time in which at least one task waited for a CPU: this kernel's threads or anything else on the
+    system (PSI does not say whose); /proc/pressure is the whole system's (a container's host's or VM's)."""
+    share = stalled_us / 1e6 / wall_s if wall_s > 0 else 0.0
+    head = (f"during the timed runs ({wall_s:.2f} s), some task on this system waited for a CPU for "
+            f"{stalled_us / 1e6:.2f} s ({share:.1%} of the time; Linux CPU pressure, /proc/pressure/cpu, whole "
+            f"system, these runs' threads and any other work alike)")
+    if share < 0.01:
+        return f"{head}: waiting for a CPU is at most that small share of the runs' times"
+    return (f"{head}: up to that share of the runs' time may be waiting for a CPU rather than computing; PSI does "
+            f"not say whose tasks waited, so which count it slowed is not known")
 
 
 def openmp_runtime() -> str | None:
