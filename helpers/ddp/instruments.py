@@ -119,27 +119,39 @@ def run_ddp_equivalence_check(nprocs: int = 2, batch: int = 64, lr: float = 0.5,
     return run_ddp_equivalence_checks(nprocs, batch, lr, (name,), timeout)[name]
 
 
-def no_sync_worker(rank: int, world_size: int, accum: int, local_batch: int) -> dict:
+def no_sync_worker(rank: int, world_size: int, accum: int, local_batch: int,
+                   channels: tuple[int, int] = (16, 32), hidden: int = 64) -> dict:
     """One SGD step over ``accum`` micro-batches, plainly and with :func:`accumulate_with_no_sync` (03).
 
     Returns how many buckets DDP all-reduced in each case (a communication hook counts them), the
     buckets of one backward on a third model of its own (counted apart, not derived from the other
-    two), and the largest difference between the parameters the two reach.
+    two), and the largest difference between the parameters the two reach. Every model first runs
+    one backward that is not counted: DDP's first backward puts every gradient in one bucket
+    (``find_unused_parameters=False``); the forward after it rebuilds the buckets by size
+    (``compute_bucket_size_limits`` and ``_rebuild_buckets`` in torch/nn/parallel/distributed.py),
+    so the counts are those of every later step. ``channels``/``hidden`` size the DigitsCNN.
     """
     device = local_device()
     x, y = (t.to(device) for t in rank_share(local_batch * accum * world_size, world_size, rank))
     micro = [(x[i * local_batch:(i + 1) * local_batch], y[i * local_batch:(i + 1) * local_batch]) for i in range(accum)]
-    torch.manual_seed(0)
-    single = ddp_wrap(DigitsCNN().to(device), device)  # one plain backward, only to count its buckets
+
+    def warmed(counter: BucketCounter) -> nn.Module:
+        """A fresh DDP DigitsCNN (seed 0) after one uncounted backward, its gradients cleared."""
+        torch.manual_seed(0)
+        model = ddp_wrap(DigitsCNN(channels=channels, hidden=hidden).to(device), device)
+        model.register_comm_hook(counter, BucketCounter.hook)
+        nn.functional.cross_entropy(model(micro[0][0]), micro[0][1]).backward()  # the first bucketing
+        model.zero_grad(set_to_none=True)
+        counter.calls = counter.bytes = 0
+        return model
+
     one = BucketCounter()
-    single.register_comm_hook(one, BucketCounter.hook)
+    single = warmed(one)  # one plain backward, only to count its buckets
     nn.functional.cross_entropy(single(micro[0][0]), micro[0][1]).backward()
     params, calls = {}, {}
     for use_no_sync in (False, True):
-        torch.manual_seed(0)
-        model = ddp_wrap(DigitsCNN().to(device), device)
         counter = BucketCounter()
-        model.register_comm_hook(counter, BucketCounter.hook)
+        model = warmed(counter)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         if use_no_sync:
             accumulate_with_no_sync(model, opt, micro)

@@ -191,9 +191,10 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
     if halves:  # the N processes against 1 process computing one share alone: the time the N processes add
         b = halves[0]
         alone_ms, got_ms = by[b // n]["step_s_1"] * 1e3, by[b]["step_s_n"] * 1e3
-        lines.append(f"At batch {b} each process computes on {b // n} samples, a step 1 process took {alone_ms:.2f} ms "
-                     f"alone (at batch {b // n}); {n} processes took {got_ms:.2f} ms a step, {got_ms - alone_ms:+.2f} ms "
-                     f"more.")
+        extra = got_ms - alone_ms
+        lines.append(f"At batch {b} each process computes on {b // n} samples. 1 process alone took {alone_ms:.2f} ms a "
+                     f"step at batch {b // n}; {n} processes took {got_ms:.2f} ms a step at batch {b}, "
+                     f"{abs(extra):.2f} ms {'more' if extra >= 0 else 'less'}.")
         rest = ("a step lasting as long as its slower rank (the time kept is the slower rank's), the all-reduce "
                 "inside a step sharing the cores with the other process's compute, and the processes sharing the "
                 "machine's memory")
@@ -211,9 +212,9 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
         lines.append(f"A bare all-reduce, timed alone, takes {ar_ms:.2f} of those {got_ms - alone_ms:.2f} ms. The rest "
                      f"is not timed part by part here; candidates: {rest}.")
     else:
-        lines.append(f"Those {got_ms - alone_ms:.2f} ms are less than one bare all-reduce timed alone ({ar_ms:.2f} ms): "
-                     f"the two were timed apart, and this run does not split a step into its parts, so it cannot say "
-                     f"how much of the all-reduce a step pays.")
+        lines.append(f"Those {got_ms - alone_ms:.2f} ms are less than one bare all-reduce timed alone ({ar_ms:.2f} ms). "
+                     f"Why is not measured here: the two were timed apart, and this run does not split a step into its "
+                     f"parts, so it cannot say how much of the all-reduce a step pays.")
     return {"best": best, "worst": worst, "verdicts": {b: verdict(b) for b in batches}, "trend": trend,
             "title": title, "ideal": ideal, "text": "\n".join(lines)}
 
