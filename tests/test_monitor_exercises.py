@@ -69,6 +69,13 @@ def through_monitor_log(writer, epoch, gathered):      # the course's Monitor.lo
     Monitor.log(SimpleNamespace(active=True, tb=writer, wandb_run=None), metrics, epoch)
 
 
+def through_run_mean(writer, epoch, gathered):      # the check's own reference, imported
+    from helpers.monitor.lesson import _run_mean
+
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, _run_mean(gathered, tag), epoch)
+
+
 def new_style(writer, epoch, gathered):
     for tag in gathered[0][1]:
         writer.add_scalar(tag, _mean(gathered, tag), epoch, new_style=True)
@@ -127,7 +134,7 @@ def test_right_answers_pass_every_time(fn):
 
 
 @pytest.mark.parametrize("fn", [rank0_only, plain_mean, summed, weighted_sum_not_divided, every_rank_written,
-                                through_monitor_log, new_style, hard_coded_tags, add_scalars_instead, epoch_plus_one,
+                                through_monitor_log, through_run_mean, new_style, hard_coded_tags, add_scalars_instead, epoch_plus_one,
                                 no_step, first_metric_only, value_and_step_swapped, its_own_writer, rounded_values],
                          ids=lambda f: f.__name__)
 def test_wrong_answers_are_refused(fn):
@@ -137,7 +144,8 @@ def test_wrong_answers_are_refused(fn):
 
 
 @pytest.mark.parametrize("fn, words", [(rank0_only, "rank 0"), (plain_mean, "differ in size"),
-                                       (through_monitor_log, "Monitor.log"), (new_style, "new_style")])
+                                       (through_monitor_log, "Monitor.log"), (new_style, "new_style"),
+                                       (through_run_mean, "_run_mean")])
 def test_the_classic_mistakes_are_named(fn, words):
     ok, message = verify(EX, fn)
     assert not ok and words in message, message

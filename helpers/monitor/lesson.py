@@ -49,6 +49,7 @@ def _log_epoch_behaviour(fn) -> str | None:
     so no answer can know them in advance. The course's ``Monitor.log`` is replaced while it runs: an
     answer that hands its work to it is named, not judged.
     """
+    import sys
     import tempfile
     from unittest import mock
 
@@ -57,15 +58,20 @@ def _log_epoch_behaviour(fn) -> str | None:
     from ..core.logger import Monitor
     from .instruments import read_back
 
-    used = []
+    used, peeked = [], []
+    here = sys.modules[__name__]
     rng = random.Random()
     for _ in range(2):
         epochs, gathered = _random_log(rng)
         with tempfile.TemporaryDirectory(prefix="bog-05-") as tmp:
-            with SummaryWriter(tmp) as writer, mock.patch.object(Monitor, "log", lambda *a, **k: used.append(a)):
+            with SummaryWriter(tmp) as writer, mock.patch.object(Monitor, "log", lambda *a, **k: used.append(a)), \
+                    mock.patch.object(here, "_run_mean", lambda *a, **k: peeked.append(a) or 0.0):
                 for epoch, g in zip(epochs, gathered):
                     fn(writer, epoch, [(n, dict(m)) for n, m in g])  # if it raises, check() says so
             runs = read_back(tmp)["runs"]
+        if peeked:
+            return tr("05.log_epoch_reference", "your function calls the check's own _run_mean; compute the "
+                      "run's mean yourself")
         if used:
             return tr("05.log_epoch_monitor", "your function calls the course's Monitor.log; the exercise is to "
                       "write the SummaryWriter calls yourself")
@@ -116,11 +122,11 @@ EXERCISES = [
     Exercise("05.add_scalars_runs_2calls", "int",
              digest="c753f28725be12090dbe2774e15974dbc1126e2a7a2c8f188719e1d0e2d23f83",
              hint="A sub-run's name is made from the main tag and the key (add_scalars in "
-                  "torch/utils/tensorboard/writer.py); a name written again at a later step is the same run.",
+                  "torch/utils/tensorboard/writer.py); a name written again at a later step is the same run. Count the writer's own run '.' too.",
              why="add_scalars writes each main tag and key pair as a run of its own (loss_train, acc_test …), once, "
                  "beside the writer's own run '.', which TensorBoard lists too."),
     Exercise("05.profiler_steps_repeat2", "int", digest="37107b44811793be92700f87be7faaac98405d1b310cc9740cd9c85f0dd3abfb",
-             hint="One cycle is wait + warmup + active steps, and only the active ones are recorded; repeat says how "
-                  "many cycles run.",
+             hint="Read the docstring of torch.profiler.schedule (torch/profiler/profiler.py) and walk the 20 steps "
+                  "through it.",
              why="Warm-up keeps the profiler's own start-up cost out of the numbers; repeat samples several windows."),
 ]
