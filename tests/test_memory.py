@@ -1,6 +1,7 @@
 """OOM helpers (helpers.memory): the tracker, the leak, the remedies, the batch search."""
 import pytest
 import torch
+import helpers
 
 from helpers import memory as M
 
@@ -246,6 +247,7 @@ def _first_case_hard_coded(model, batches, _value=[]):
     (_first_case_hard_coded, "not the mean loss over all samples"),
     (lambda m, b: _right(m, b) * sum(len(y) for _, y in b), "not the mean loss over all samples"),
     (lambda m, b: torch.tensor(_right(m, b)), "returned a tensor"),
+    (lambda m, b: helpers.evaluate(m, b)["loss"], "calls the course's evaluate()"),  # the reference, wrapped
 ])
 def test_mean_loss_check_refuses_wrong_answers(wrong, why):
     from helpers.core.checks import verify

@@ -179,8 +179,7 @@ def remedies(blocks: int = 16, width: int = 256, batch: int = 512, device: str |
     out["checkpoint_segments"] = segments
     out["autocast_dtype"] = str(dtype16).replace("torch.", "")
     # In block-activations A (batch × width floats): plain keeps the input and every block's output,
-    # blocks + 1; checkpoint_sequential keeps every segment's input and runs the last segment
-    # normally, keeping its blocks' outputs too: segments + blocks / segments, i.e. 2√n for √n segments.
+    # blocks + 1; checkpoint_sequential's count is derived in notebook 06 (exercise 2), from its docstring.
     activation = batch * width * x.element_size()
     out["activation_bytes"] = activation
     out["plain_expected"] = (blocks + 1) * activation
