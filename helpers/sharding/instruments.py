@@ -14,8 +14,12 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.tensor import DTensor
-from torch.distributed.tensor.debug import CommDebugMode
+try:
+    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor.debug import CommDebugMode
+except ImportError:  # torch < 2.5: DTensor's namespace was private (pytorch/pytorch#133881)
+    from torch.distributed._tensor import DTensor
+    from torch.distributed._tensor.debug import CommDebugMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..core.measure import fit_alpha_beta

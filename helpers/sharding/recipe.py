@@ -100,7 +100,7 @@ def memory_per_rank(params: int | nn.Module | list, world_size: int = 1, strateg
 
 
 def comm_per_step(params: int, world_size: int, strategy: str = "ddp", precision: str = "fp32",
-                  tp_activation_bytes: int = 0, tp_blocks: int = 0) -> dict[str, float]:
+                  tp_activation_bytes: int = 0, tp_blocks: int = 0, tp_input_grad: bool = False) -> dict[str, float]:
     """Bytes each rank sends per training step with ring collectives, by collective (09).
 
     Ring all-reduce sends ``2 (N − 1)/N`` of its message, all-gather, reduce-scatter and broadcast
@@ -112,7 +112,8 @@ def comm_per_step(params: int, world_size: int, strategy: str = "ddp", precision
     DDP's all-reduce and broadcasts the updated fp32 parameters: 3Ψ; its "zero2" is FSDP2 with
     ``reshard_after_forward=False`` (one all-gather). Under "amp" DDP reduces fp32 gradients, FSDP2
     gathers and reduce-scatters in ``param_dtype`` (bf16). Tensor parallelism all-reduces
-    activations instead: two per block (forward, and the input gradient in backward).
+    activations instead: two per block (forward, and the input gradient in backward), less one when
+    the first block's input is the data (``tp_input_grad=False``, the default): no gradient flows to it.
     """
     _check(strategy, precision, "adam", world_size)
     grad = BYTES_PER_PARAM[(precision, "adam")][1]  # DDP all-reduces the gradients as they are
@@ -129,7 +130,8 @@ def comm_per_step(params: int, world_size: int, strategy: str = "ddp", precision
     elif strategy in ("zero3", "fsdp2"):
         out = {"all_gather": 2 * f * params * low, "reduce_scatter": f * params * low}
     else:
-        out = {"all_reduce": 2 * tp_blocks * 2 * f * tp_activation_bytes}
+        calls = 2 * tp_blocks - (1 if tp_blocks and not tp_input_grad else 0)
+        out = {"all_reduce": calls * 2 * f * tp_activation_bytes}
     out["total"] = sum(out.values())
     return out
 

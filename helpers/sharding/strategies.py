@@ -69,7 +69,10 @@ def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layer
         if s in ("ddp", "zero1"):
             net, opt = BUILDERS[s](model, lr=lr)
         elif s == "fsdp2" and amp:
-            from torch.distributed.fsdp import MixedPrecisionPolicy
+            try:
+                from torch.distributed.fsdp import MixedPrecisionPolicy
+            except ImportError:  # torch < 2.6, as shard_fsdp2's fully_shard
+                from torch.distributed._composable.fsdp import MixedPrecisionPolicy
             net, opt = BUILDERS[s](model, mesh, lr=lr, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
         else:
             net, opt = BUILDERS[s](model, mesh, lr=lr)
