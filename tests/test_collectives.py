@@ -98,6 +98,34 @@ def the_recipes_ring_then_one_more_step(t):
     req.wait()
 
 
+def ring_cut_by_chunk(t):
+    """Wrong: the right schedule, but cut by t.chunk(n), whose pieces differ from tensor_split's (10 values, 4 ranks)."""
+    import torch.distributed as dist
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).chunk(n)
+    for s in range(n - 1):
+        send_i, recv_i = (rank - s - 1) % n, (rank - s - 2) % n
+        got = torch.empty_like(chunks[recv_i])
+        req = dist.isend(chunks[send_i], (rank + 1) % n)
+        dist.recv(got, (rank - 1) % n)
+        req.wait()
+        chunks[recv_i].add_(got)
+
+
+def ring_shift_hard_coded_for_4_ranks(t):
+    """Wrong: the recipe's schedule shifted by + 3, which is − 1 only when n = 4: right on 4 ranks, wrong on 3."""
+    import torch.distributed as dist
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)
+    for s in range(n - 1):
+        send_i, recv_i = (rank - s + 3) % n, (rank - s + 2) % n
+        got = torch.empty_like(chunks[recv_i])
+        req = dist.isend(chunks[send_i], (rank + 1) % n)
+        dist.recv(got, (rank - 1) % n)
+        req.wait()
+        chunks[recv_i].add_(got)
+
+
 def direct_exchange(t):
     """Wrong (not a ring): every rank sends chunk j straight to rank j and sums what it receives."""
     import torch.distributed as dist
@@ -130,6 +158,7 @@ WRONG = {  # each wrong answer, and what the check says about it
     direct_exchange: "only to its right neighbour",
     naive_ring_whole_tensor: "is not one chunk summed",
     returns_owned_chunk_only: "sent 0 and received 0 messages",
+    ring_cut_by_chunk: "is not one chunk summed",
 }
 
 
@@ -155,6 +184,20 @@ def test_the_notebooks_check_refuses_all_reduce_and_passes_a_ring():
     ok, msg = verify("08.reduce_scatter", ring_that_leaves_rank_r_piece_r)
     assert ok and msg.startswith("✅"), msg
     assert run_reduce_scatter_check(ring_that_leaves_rank_r_piece_r, nprocs=3, numel=10)["ok"]
+
+
+def test_a_schedule_hard_coded_for_4_ranks_passes_on_4_and_is_refused_by_the_notebooks_check_on_3():
+    assert run_reduce_scatter_check(ring_shift_hard_coded_for_4_ranks, nprocs=4)["ok"]   # why one world size is not enough
+    res = run_reduce_scatter_check(ring_shift_hard_coded_for_4_ranks, nprocs=3)
+    assert not res["ok"] and res["problem"].startswith("on 3 ranks"), res
+    ok, msg = verify("08.reduce_scatter", ring_shift_hard_coded_for_4_ranks)
+    assert not ok and msg.startswith("❌") and "on 3 ranks" in msg, msg
+
+
+def test_a_ring_cut_by_chunk_passes_where_chunk_and_tensor_split_agree_and_is_refused_at_10_values():
+    assert run_reduce_scatter_check(ring_cut_by_chunk, nprocs=4, sizes=(1003, 7))["ok"]   # why 10 values are checked
+    from helpers.collectives import CHECK_SIZES
+    assert 10 in CHECK_SIZES and not run_reduce_scatter_check(ring_cut_by_chunk, nprocs=4)["ok"]
 
 
 def test_the_ring_check_leaves_torch_distributed_as_it_found_it():

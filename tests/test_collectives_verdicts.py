@@ -158,3 +158,40 @@ def test_an_overlap_that_did_not_help_gets_candidates_not_a_cause():
     assert "overlap did not make the step faster here" in slower and "none measured" in slower
     assert "torch.cat" in slower and "CPU cores" in slower
     assert "overlap did not make" not in ddp_verdict(_scratch(1.6, 1.30, 1.10))
+
+
+def _parts_sweep(step_over_line: float, ring_over_parts: float) -> dict:
+    """A ring sweep whose measured steps are step_over_line × the step line, and whose ring is ring_over_parts × its parts."""
+    sweep = _ring_sweep([1.0] * 4)
+    for r in sweep["sizes"]:
+        r["step_model_s"] = 1e-4 + r["bytes"] / 2 * 1e-9
+        r["step_s"], r["add_s"] = r["step_model_s"] * step_over_line, 0.0
+        r["ring_model_s"] = 2 * r["step_model_s"]
+        r["ring_parts_s"] = 2 * r["step_s"]
+        r["ring_s"] = r["ring_parts_s"] * ring_over_parts
+    return sweep
+
+
+def test_an_excess_that_the_step_line_missing_its_own_steps_explains_is_not_called_a_ring_cost():
+    lines = ring_prediction_lines(_parts_sweep(3.0, 1.0))
+    text = "\n".join(lines)
+    assert "step line" in lines[0] and "from parts" in lines[0] and "ring/parts" in lines[0]
+    assert "the step line misses its own measured step by more than 15% at 1 KiB, 4 KiB, 16 KiB, 64 KiB" in text
+    assert "×3.00 at 1 KiB" in text and "accounts for: 100% at 1 KiB" in text
+    assert "the step line misses its own measured steps, not because of a cost the ring adds" in text
+    assert "not a fixed cost per call" not in text and "could be such a cost" not in text
+
+
+def test_an_excess_above_the_measured_parts_is_said_as_such_and_the_line_s_share_printed():
+    text = "\n".join(ring_prediction_lines(_parts_sweep(1.0, 3.0)))
+    assert "misses its own measured step" not in text   # the line fits its steps
+    assert "accounts for: 0% at 1 KiB" in text
+    assert "the ring still takes more than its measured parts: ×3.00 at 1 KiB" in text
+    assert "the parts timed alone do not pay" in text or "could be such a cost" in text
+
+
+def test_a_small_end_that_falls_is_not_said_to_grow_and_the_headline_ratio_comes_from_the_line():
+    text = "\n".join(sweep_summary(_sweep(0.8)))
+    assert "time ×0.8 for 16× the bytes; α alone would give ×1" in text and "barely grows" not in text
+    line = sweep_summary(_sweep(1.0))[-1]   # line: 1,024 × (0.1 ms + 1 KiB · 1 ns) against 0.1 ms + 1 MiB · 1 ns
+    assert "1.1 ms from the fitted line (90× less)" in line and "than the timed 1 KiB times 1,024" in line

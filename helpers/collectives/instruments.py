@@ -268,7 +268,8 @@ def run_sweep(sizes: Sequence[int] = SWEEP_SIZES, nprocs: int = 2, repeats: int 
     fitted over all its sizes by :func:`fit_alpha_beta`, as for all_reduce) and chunk addition (γ, the
     large sizes' best), never the ring's own times; ``ring_prediction_error`` is its largest relative
     error at ``≥ big`` bytes, and ``ring_vs_gloo_busbw`` the ring's lowest bus bandwidth there as a
-    fraction of all_reduce's.
+    fraction of all_reduce's. Each row also holds ``step_model_s`` (the step line at that size) and
+    ``ring_parts_s`` (the ring predicted from that size's measured step and addition, no line).
     """
     rows = launch(sweep_worker, nprocs, args=(list(sizes), repeats), timeout=timeout, verbose=False)[0]
     b = [r["bytes"] for r in rows]
@@ -280,6 +281,9 @@ def run_sweep(sizes: Sequence[int] = SWEEP_SIZES, nprocs: int = 2, repeats: int 
         r["ring_busbw_gbs"] = bus_bandwidth(r["bytes"], r["ring_s"], nprocs) / 1e9
         r["gloo_model_s"] = alpha_beta_time(r["bytes"], alpha, beta)
         r["ring_model_s"] = ring_model_time(r["bytes"], nprocs, alpha_p, beta_p, gamma)
+        r["step_model_s"] = alpha_beta_time(r["bytes"] / nprocs, alpha_p, beta_p)  # the step line at this size
+        # the same ring recipe from this size's measured parts, no fitted line: 2(n − 1) steps + (n − 1) additions
+        r["ring_parts_s"] = 2 * (nprocs - 1) * r["step_s"] + (nprocs - 1) * r["add_s"]
     large = [r for r in rows if r["bytes"] >= big] or rows[-1:]
     return {"world_size": nprocs, "repeats": repeats, "sizes": rows, "alpha_s": alpha, "beta_s_per_byte": beta,
             "step_alpha_s": alpha_p, "step_beta_s_per_byte": beta_p, "add_gamma_s_per_byte": gamma,

@@ -5,7 +5,7 @@ from ..core.answers import untouched_skeleton
 from ..core.checks import Exercise
 from ..dist.launcher import describe_launch
 from .instruments import SWEEP_SIZES, run_sweep
-from .ring_exercise import run_reduce_scatter_check
+from .ring_exercise import CHECK_RANKS, run_reduce_scatter_check
 from .scratch_ddp import run_scratch_ddp
 
 
@@ -13,22 +13,25 @@ NOTEBOOK = "08_collectives"
 
 
 def _reduce_scatter_behaviour(fn) -> str | None:
-    """The student's ring reduce-scatter on 4 ranks, judged message by message and by its result (08)."""
+    """The student's ring reduce-scatter on 4 ranks, then on 3, judged message by message and by its result (08)."""
     from ..dist.failures import LaunchError
     from .stall import RingDeadlock
 
     if untouched_skeleton(fn):  # nothing to run yet: the check says ⏳ without starting processes
         return "your function is still the skeleton"
-    try:
-        res = run_reduce_scatter_check(fn, nprocs=4)
-    except LaunchError as e:
-        return f"a rank raised: {e.cause}"
-    except RingDeadlock as e:
-        return str(e)
-    except TimeoutError:
-        return ("the ranks waited for each other until the timeout: does every rank send before it waits to "
-                "receive (isend), and do all ranks make the same number of steps?")
-    return res["problem"]
+    for nprocs in CHECK_RANKS:  # 4 ranks, then 3: a schedule written for one world size only is refused
+        try:
+            res = run_reduce_scatter_check(fn, nprocs=nprocs)
+        except LaunchError as e:
+            return f"on {nprocs} ranks, a rank raised: {e.cause}"
+        except RingDeadlock as e:
+            return str(e)
+        except TimeoutError:
+            return (f"on {nprocs} ranks, the ranks waited for each other until the timeout: does every rank send "
+                    "before it waits to receive (isend), and do all ranks make the same number of steps?")
+        if res["problem"]:
+            return res["problem"]
+    return None
 
 
 EXERCISES = [

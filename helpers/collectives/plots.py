@@ -69,7 +69,11 @@ def plot_bus_bandwidth(sweep: dict, label: str = "") -> Figure | None:
     ax[0].plot(b, [r["ring_model_s"] for r in rows], "--", color="C1",
                label=f"ring predicted from one step's fit: α = {sweep['step_alpha_s'] * 1e6:.0f} µs, "
                      f"1/β = {1e-9 / sweep['step_beta_s_per_byte']:.2f} GB/s, and the additions")
-    ax[0].set(xscale="log", yscale="log", xlabel="message (bytes)", ylabel="seconds per all-reduce",
+    if all("step_s" in r for r in rows):
+        ax[0].plot(b, [r["step_s"] for r in rows], "^", color="C2", label="one ring step (measured, bytes/n each way)")
+        ax[0].plot(fine, alpha_beta_time(fine / sweep["world_size"], sweep["step_alpha_s"], sweep["step_beta_s_per_byte"]),
+                   ":", color="C2", label="one ring step: its fitted line")
+    ax[0].set(xscale="log", yscale="log", xlabel="message (bytes)", ylabel="seconds per call",
               title="time = α + bytes · β")
     ax[1].plot(b, [r["gloo_busbw_gbs"] for r in rows], "o-", label="all_reduce")
     ax[1].plot(b, [r["ring_busbw_gbs"] for r in rows], "s-", label="hand-written ring")
@@ -92,7 +96,8 @@ def sweep_summary(sweep: dict) -> list[str]:
              for (lo, hi), g in zip((small, large), grow)]
     flat, steep = 0.7 <= grow[0] <= 2, grow[1] >= 8  # α alone: ×1; β alone: ×16
     if flat and steep:
-        lines.append("  so small messages pay mostly α (time barely grows), large ones mostly β (time grows with bytes)")
+        lines.append(f"  so small messages pay mostly α (time ×{grow[0]:.1f} for 16× the bytes; α alone would "
+                     f"give ×1), large ones mostly β (time ×{grow[1]:.1f}; β alone would give ×16)")
     elif not flat:
         lines.append(f"  small sizes do not fit the α–β model here: ×{grow[0]:.1f} is outside the ×0.7–2 that α alone "
                      "would give, so this run does not show where α dominates")
@@ -113,9 +118,12 @@ def sweep_summary(sweep: dict) -> list[str]:
     busbw = [f"{r['gloo_busbw_gbs']:.2f}" for r in sweep["sizes"][-3:]]
     lines.append(f"bus bandwidth at {', '.join(size(r['bytes']) for r in sweep['sizes'][-3:])}: {', '.join(busbw)} GB/s")
     k, one = b[-3] // b[0], sweep["sizes"][0]
+    mid = next(r for r in sweep["sizes"] if r["bytes"] == b[-3])
     lines.append(f"{k:,} all-reduces of {size(b[0])}: {k:,} × {t[b[0]] * 1e3:.2f} ms (one, timed) = "
                  f"{k * t[b[0]] * 1e3:.0f} ms, or {k * one['gloo_model_s'] * 1e3:.0f} ms from the fitted line; one of "
-                 f"{size(b[-3])}: {t[b[-3]] * 1e3:.1f} ms timed ({k * t[b[0]] / t[b[-3]]:.0f}× less), the same bytes")
+                 f"{size(b[-3])}, the same bytes: {mid['gloo_model_s'] * 1e3:.1f} ms from the fitted line "
+                 f"({k * one['gloo_model_s'] / mid['gloo_model_s']:.0f}× less), {t[b[-3]] * 1e3:.1f} ms timed "
+                 f"({k * t[b[0]] / t[b[-3]]:.0f}× less than the timed {size(b[0])} times {k:,})")
     return lines
 
 
@@ -148,36 +156,73 @@ def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
 
 
 def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
-    """Each size's times (all_reduce, ring, one ring step) and the ring against its prediction, led by where it holds (08).
+    """Each size's times (all_reduce, ring, one ring step) and the ring against its predictions, led by where they hold (08).
 
     The prediction (``ring_model_s``) comes from lines fitted to the step and the addition timed
-    alone. A cost that every call of the ring pays is at most the ring's fastest time in the sweep,
-    so an excess above that is not such a cost.
+    alone. Where the rows hold ``ring_parts_s`` (the same recipe from each size's *measured* step and
+    addition, no line) and ``step_model_s`` (the step line at that size), the lines also say where the
+    step line misses its own measured steps, and how much of the ring's excess over the line's
+    prediction that miss explains. A cost that every call of the ring pays is at most the ring's
+    fastest time in the sweep, so an excess above that is not such a cost.
     """
     rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
     has_step = all("step_s" in r for r in rows)
+    parts = has_step and all("ring_parts_s" in r and "step_model_s" in r for r in rows)
     head = f"{'size':>7}  {'all_reduce':>10}  {'ring':>8}  {'one step':>8}  {'predicted':>9}  ring/predicted"
+    if parts:
+        head += f"  {'step line':>9}  {'from parts':>10}  ring/parts"
     lines = [head] + [f"{_size(r['bytes']):>7}  {r.get('gloo_s', float('nan')) * 1e3:7.2f} ms  {r['ring_s'] * 1e3:5.2f} ms  "
                       f"{(r['step_s'] * 1e3 if has_step else float('nan')):5.2f} ms  {r['ring_model_s'] * 1e3:6.2f} ms  "
-                      f"×{r['ring_s'] / r['ring_model_s']:.2f}" for r in rows]
+                      f"×{r['ring_s'] / r['ring_model_s']:.2f}"
+                      + (f"           {r['step_model_s'] * 1e3:6.2f} ms  {r['ring_parts_s'] * 1e3:7.2f} ms  "
+                         f"×{r['ring_s'] / r['ring_parts_s']:.2f}" if parts else "") for r in rows]
+    if parts:
+        lines.append("  predicted: from the lines fitted to the step and the addition; from parts: 2(n − 1) × this size's "
+                     "measured step + (n − 1) × its measured addition, no line")
     fits = [r for r in rows if abs(r["ring_s"] / r["ring_model_s"] - 1) <= margin]
     above = [r for r in rows if r["ring_s"] > (1 + margin) * r["ring_model_s"]]
     below = [r for r in rows if r["ring_s"] < (1 - margin) * r["ring_model_s"]]
     names = lambda rs: ", ".join(_size(r["bytes"]) for r in rs) or "no size"  # noqa: E731
     lines.append(f"ring within {margin:.0%} of its prediction at: {names(fits)}")
+    if parts:
+        miss = [r for r in rows if abs(r["step_s"] / r["step_model_s"] - 1) > margin]
+        if miss:
+            lines.append(f"the step line misses its own measured step by more than {margin:.0%} at {names(miss)}: "
+                         + ", ".join(f"×{r['step_s'] / r['step_model_s']:.2f} at {_size(r['bytes'])}" for r in miss)
+                         + " (measured/line); a least-squares line on relative error weighs every size alike, so one "
+                         "odd time pulls it at all sizes")
     if above:
         fastest = min(rows, key=lambda r: r["ring_s"])
         extra = {r["bytes"]: r["ring_s"] - r["ring_model_s"] for r in above}
-        big = [r for r in above if extra[r["bytes"]] > fastest["ring_s"]]
         times = [r["ring_s"] / r["ring_model_s"] for r in above]
         lines.append(f"slower than predicted at {names(above)}: ×{min(times):.2f}–×{max(times):.2f} the prediction, "
                      f"{min(extra.values()) * 1e3:.2f}–{max(extra.values()) * 1e3:.2f} ms more per call")
+        if parts:
+            share = {r["bytes"]: (r["ring_parts_s"] - r["ring_model_s"]) / extra[r["bytes"]] for r in above}
+            lines.append("  of that excess, the prediction from the measured parts (not the line) accounts for: "
+                         + ", ".join(f"{max(0.0, share[r['bytes']]):.0%} at {_size(r['bytes'])}" for r in above))
+            extra = {r["bytes"]: r["ring_s"] - r["ring_parts_s"] for r in above
+                     if r["ring_s"] > (1 + margin) * r["ring_parts_s"]}
+            rest = [r for r in above if r["bytes"] in extra]
+            near = [r for r in above if r["bytes"] not in extra]
+            if near:
+                lines.append(f"  at {names(near)} the ring is within {margin:.0%} of (or below) the prediction from its "
+                             "measured parts: there the line's prediction falls short mostly because the step line "
+                             "misses its own measured steps, not because of a cost the ring adds to its parts")
+            if rest:
+                lines.append(f"  at {names(rest)} the ring still takes more than its measured parts: "
+                             + ", ".join(f"×{r['ring_s'] / r['ring_parts_s']:.2f} at {_size(r['bytes'])}" for r in rest)
+                             + f", {min(extra.values()) * 1e3:.2f}–{max(extra.values()) * 1e3:.2f} ms more per call")
+            above = rest
+        big = [r for r in above if extra[r["bytes"]] > fastest["ring_s"]]
         small = [r for r in above if r not in big]
-        lines.append(f"  a cost that every ring call pays is at most the ring's fastest call here, {fastest['ring_s'] * 1e3:.2f} ms "
-                     f"at {_size(fastest['bytes'])}")
+        if above:
+            lines.append(f"  a cost that every ring call pays is at most the ring's fastest call here, "
+                         f"{fastest['ring_s'] * 1e3:.2f} ms at {_size(fastest['bytes'])}")
         if big:
             lines.append(f"  the excess at {names(big)} is more than that: not a fixed cost per call, but one that changes "
-                         "with the size, which the fitted lines miss; this run does not identify it")
+                         "with the size, which " + ("the parts timed alone do not pay" if parts else "the fitted lines miss")
+                         + "; this run does not identify it")
         if small:
             lines.append(f"  the excess at {names(small)} is not: it could be such a cost, one the model has no term for, "
                          "or load; this run does not separate them")

@@ -26,7 +26,7 @@ from ..dist.launcher import LaunchError, check_importable, launch
 from ..dist.ranks import local_device
 from .stall import StallWatch, gave_up, watch_ranks
 
-__all__ = ["MessageLog", "judge_ring", "reduce_scatter_check_worker", "run_reduce_scatter_check", "CHECK_SIZES"]
+__all__ = ["MessageLog", "judge_ring", "reduce_scatter_check_worker", "run_reduce_scatter_check", "CHECK_SIZES", "CHECK_RANKS"]
 
 _SENDS, _RECVS = ("send", "isend"), ("recv", "irecv")
 _COLLECTIVES = ("all_reduce", "all_reduce_coalesced", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
@@ -38,7 +38,9 @@ _PG_METHODS = ("allreduce", "allreduce_coalesced", "reduce", "broadcast", "allga
                "allgather_into_tensor_coalesced", "all_gather_single", "reduce_scatter", "reduce_scatter_single",
                "reduce_scatter_tensor_coalesced", "alltoall", "alltoall_base", "all_to_all_single", "gather",
                "gather_single", "scatter", "send", "recv", "recv_anysource")
-CHECK_SIZES = (1003, 7)  # 4 ranks: chunks of 251, 251, 251, 250 values, then of 2, 2, 2, 1
+CHECK_SIZES = (1003, 7, 10)  # 4 ranks: chunks of 251, 251, 251, 250 values, of 2, 2, 2, 1, and of 3, 3, 2, 2
+# (10 values split by t.chunk(4) give 3, 3, 3, 1: a solution cut by chunk() is refused there)
+CHECK_RANKS = (4, 3)  # two world sizes: a schedule hard-coded for 4 ranks is refused on 3
 
 
 def _process_group_classes() -> list[type]:
