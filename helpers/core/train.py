@@ -13,8 +13,9 @@ import math
 import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable, Iterator, Protocol
 
 import torch
 from torch import nn
@@ -49,7 +50,25 @@ class History:
         return out
 
 
-_REFUSE: list = []   # while 00's accuracy exercise checks a student's function, evaluate() refuses to run (00)
+_REFUSE: list = []   # while an exercise checks a student's function, evaluate() refuses to run (00, 06)
+
+
+@contextmanager
+def evaluate_refused(error: type[Exception]) -> Iterator[list]:
+    """While the block runs, ``evaluate`` records each call's ``(model, loader)`` and raises ``error``, however the
+    student's code reached it (a global, an import, a default argument, a closure, a partial): the refusal sits
+    inside ``evaluate`` itself (00, 06)."""
+    calls: list = []
+
+    def refuse(args):
+        calls.append(args)
+        raise error("the course's evaluate() is not available inside this exercise")
+
+    _REFUSE.append(refuse)
+    try:
+        yield calls
+    finally:
+        _REFUSE.remove(refuse)
 
 
 @torch.no_grad()

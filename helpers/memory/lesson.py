@@ -1,12 +1,10 @@
 """Notebook 06 (out-of-memory troubleshooting): its exercises and its benchmark."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterator
-
 from ..core.checks import Exercise
 from ..core.i18n import tr
 from ..core.device import hardware_label
+from ..core.train import evaluate_refused
 from .instruments import leak_curve, remedies
 
 
@@ -85,25 +83,6 @@ class _UsedTheReference(Exception):
     """Raised by the stand-in for the course's evaluate() while a student's mean_loss runs (06)."""
 
 
-@contextmanager
-def _evaluate_refused() -> Iterator[list]:
-    """While the block runs, the course's ``evaluate`` records each call and raises, however the student's code
-    reached it: the refusal sits inside ``evaluate`` itself (``helpers.core.train._REFUSE``, as 00 does)."""
-    from ..core import train as train_module
-
-    calls: list = []
-
-    def refuse(args):
-        calls.append(args)
-        raise _UsedTheReference("the course's evaluate() is not available inside this exercise")
-
-    train_module._REFUSE.append(refuse)
-    try:
-        yield calls
-    finally:
-        train_module._REFUSE.remove(refuse)
-
-
 def _mean_loss_behaviour(fn) -> str | None:
     """The student's ``mean_loss(model, batches)``: the per-sample mean, a float, nothing kept for backward (06)."""
     import torch
@@ -125,7 +104,7 @@ def _mean_loss_behaviour(fn) -> str | None:
             with SavedTensorTracker() as t:
                 nn.functional.cross_entropy(model(x), y)
             one = max(one, t.peak)
-        with SavedTensorTracker() as tracker, _evaluate_refused() as calls:
+        with SavedTensorTracker() as tracker, evaluate_refused(_UsedTheReference) as calls:
             try:
                 got = fn(model, list(batches))  # if it raises, check() says so (checks._verify_code)
             except _UsedTheReference:

@@ -1,8 +1,7 @@
 """Notebook 00 (setup): its exercises. The code it teaches is the course's core: device, data, models, train."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable
 
 from ..core.checks import Exercise
 from ..core.i18n import tr
@@ -12,26 +11,6 @@ NOTEBOOK = "00_setup"
 
 class _UsedTheReference(Exception):
     """Raised by the stand-in for the course's evaluate() while a student's accuracy() runs."""
-
-
-@contextmanager
-def _reference_hidden(fn: Callable) -> Iterator[list]:
-    """While the block runs, the course's ``evaluate`` records each call and raises, however the student's code
-    reached it (a global, an import, a default argument, a closure, a partial): the refusal sits inside
-    ``evaluate`` itself (``helpers.core.train._REFUSE``)."""
-    from ..core import train as train_module
-
-    calls: list = []
-
-    def refuse(args):
-        calls.append(args)
-        raise _UsedTheReference("the course's evaluate() is not available inside this exercise")
-
-    train_module._REFUSE.append(refuse)
-    try:
-        yield calls
-    finally:
-        train_module._REFUSE.remove(refuse)
 
 
 def _accuracy_behaviour(accuracy: Callable) -> str | None:
@@ -88,7 +67,8 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
         torch.manual_seed(seed)
         models.append(make())
         expected.append(counted(models[-1], loader))
-    with _reference_hidden(accuracy) as calls:
+    from ..core.train import evaluate_refused  # imported here: importing the lesson stays light
+    with evaluate_refused(_UsedTheReference) as calls:
         for model, (eval_frac, train_frac), (_, loader, what, came_training) in zip(models, expected, cases):
             model.train(came_training)
             came_on = model_device(model)
