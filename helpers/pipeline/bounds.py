@@ -9,7 +9,8 @@ import statistics
 
 from .instruments import ideal_speedup
 
-__all__ = ["gap_lines", "beyond_bound_lines", "stage_costs", "stage_bound", "stage_cost_lines", "backward_wait_line"]
+__all__ = ["gap_lines", "beyond_bound_lines", "stage_costs", "stage_bound", "backward_products", "stage_cost_lines",
+           "backward_wait_line"]
 
 
 def _slowdown(row: dict, base: dict) -> float:
@@ -38,8 +39,9 @@ def gap_lines(rows: list[dict]) -> str:
     forwards and backwards together took k times m = 1's (``_slowdown``: the four parts' medians
     summed, so k lies within the four printed ratios), the model gives a step k times the bound, so
     they explain bound × (k − 1). Messages: 2m one-way times timed alone, outside the step, one
-    after another: an estimate, not a bound (isend lets the sender compute on; inside the step a
-    message may take longer or shorter). What is left is not separated by this run.
+    after another, each at its size's fastest round (``message_lines`` says why not the median): an
+    estimate, not a bound (isend lets the sender compute on; inside the step a message may take
+    longer or shorter). What is left is not separated by this run.
     """
     base = rows[0]
     c1 = statistics.median(_compute(base))
@@ -61,14 +63,13 @@ def gap_lines(rows: list[dict]) -> str:
             lines.append("        at or below the bound with these stages' costs: no gap to explain")
             continue
         pieces = ideal_step * (k - 1)
-        msg = 2 * m * statistics.median(r["message_s"]) if "message_s" in r else None
+        msg = 2 * m * min(r["message_s"]) if "message_s" in r else None   # each size's fastest round (message_lines)
         rest = gap - max(pieces, 0.0) - (msg or 0.0)
         said = (f"        slower pieces explain {pieces / gap:.0%} of the gap"
                 + (" (more than all of it: GPipe's model with these pieces gives a longer step than measured)"
                    if pieces > gap else "")
-                + (f", messages {msg / gap:.0%} if they took inside the step what they took alone "
-                   f"({2 * m * min(r['message_s']) / gap:.0%}–{2 * m * max(r['message_s']) / gap:.0%} by the fastest and "
-                   "slowest round)" if msg is not None else ", messages not timed in this run"))
+                + (f", messages {msg / gap:.0%} if each took inside the step its fastest time alone"
+                   if msg is not None else ", messages not timed in this run"))
         if rest > 0:
             said += (f"; the rest, {rest / gap:.0%}, this run does not separate (the optimizer step, the barrier, "
                      "waiting on the other stage)")
@@ -82,14 +83,17 @@ def gap_lines(rows: list[dict]) -> str:
 
 
 def beyond_bound_lines(rows: list[dict]) -> str:
-    """For each m above its bound (1.00 as printed): is it above 1 against every m = 1 round, and why (01).
+    """For each m above its bound (1.00 as printed): is it above 1 across both rows' rounds, and why (01).
 
-    ``rows[0]`` is the baseline (m = 1). Rows of the hand-written GPipe carry the step's events
-    (``compute_rounds``): they are tested against the tighter bound, ``stage_bound`` with the two
-    stages' measured costs, and the line says what the pieces cost inside the step (cheaper pieces
-    per row break the bound's assumption that each piece costs 1/m of the whole). The library's
-    rows (with ``schedule``) carry no events: they are tested against the equal-cost ideal
-    2m/(m + 1), and the line says that this launch did not time their pieces.
+    ``rows[0]`` is the baseline (m = 1). The ratio's range takes both rows' rounds at their extremes,
+    as ``piece_model_lines`` does: m = 1's fastest round over this m's slowest, to m = 1's slowest over
+    this m's fastest; a win over the bound is said only where the whole range lies above 1.
+    Rows of the hand-written GPipe carry the step's events (``compute_rounds``): they are tested
+    against the tighter bound, ``stage_bound`` with the two stages' measured costs, and the lines say
+    what the pieces cost inside the step, with the range of their rounds; cheaper pieces are named as
+    the cause (the bound assumes each piece costs 1/m of the whole) only where that range lies below
+    ×1.00. The library's rows (with ``schedule``) carry no events: they are tested against the
+    equal-cost ideal 2m/(m + 1), and the line says that this launch did not time their pieces.
     """
     base = rows[0]
     if base["microbatches"] != 1:
@@ -103,32 +107,39 @@ def beyond_bound_lines(rows: list[dict]) -> str:
         against = r["speedup"] / bound
         if round(against, 2) <= 1:   # above 1.00 as printed, not 1.004
             continue
-        lo, hi = (min(base["step_rounds"]) / r["step_s"] / bound, max(base["step_rounds"]) / r["step_s"] / bound)
-        spread = (f"against m = 1's fastest and slowest rounds ({1e3 * min(base['step_rounds']):.0f}–"
-                  f"{1e3 * max(base['step_rounds']):.0f} ms) it is {lo:.2f}–{hi:.2f}")
+        (blo, bhi), (rlo, rhi) = base["step_range"], r["step_range"]
+        lo, hi = blo / rhi / bound, bhi / rlo / bound
+        who = (f"library {r['schedule']} m = {m}" if "schedule" in r else f"m = {m}")
         if not tight:
-            who = f"library {r['schedule']} m = {m}" if "schedule" in r else f"m = {m}"
             line = (f"{who}: efficiency {r['efficiency']:.2f} > 1 against the m = 1 median "
-                    f"({1e3 * base['step_s']:.0f} ms); {spread}")
+                    f"({1e3 * base['step_s']:.0f} ms)")
         else:
-            line = (f"m = {m}: {r['speedup']:.2f}× is above the bound with these stages' costs ({bound:.2f}×): "
-                    f"{against:.2f} of it against the m = 1 median ({1e3 * base['step_s']:.0f} ms), "
-                    f"efficiency {r['efficiency']:.2f} against the equal-cost ideal ({r['ideal_speedup']:.2f}×); {spread}")
+            line = (f"{who}: {r['speedup']:.2f}× is above the bound with these stages' costs ({bound:.2f}×): "
+                    f"{against:.2f} of it by the medians (efficiency {r['efficiency']:.2f} against the equal-cost "
+                    f"ideal, {r['ideal_speedup']:.2f}×)")
+        lo_s = f"{lo:.3f}" if round(lo, 2) == 1 else f"{lo:.2f}"   # 0.997 is within the spread: not printed "1.00"
+        line += (f"\n  by both rows' rounds (m = 1: {1e3 * blo:.0f}–{1e3 * bhi:.0f} ms, m = {m}: {1e3 * rlo:.0f}–"
+                 f"{1e3 * rhi:.0f} ms) it is {lo_s}–{hi:.2f}")
         if lo <= 1:
-            line += ": within the baseline's spread, no clear win over the bound"
+            line += ": within the rounds' spread, no clear win over the bound"
         elif tight:
             k = _slowdown(r, base)
+            klo, khi = min(_compute(r)) / max(_compute(base)), max(_compute(r)) / min(_compute(base))
             rows_m1, rows_m = base.get("microbatch_rows"), r.get("microbatch_rows")
             pieces = f"pieces of {rows_m:,} rows" if rows_m else "pieces"
-            line += (f": above 1 even then; inside its step the {pieces} took ×{k:.2f} of m = 1's forward and backward "
-                     "time, where the bound assumes ×1.00")
-            if round(k, 2) < 1:
+            line += (f": above 1 even then\n  inside its step the {pieces} took ×{k:.2f} of m = 1's forward and "
+                     f"backward time (both rows' rounds: ×{klo:.2f}–{khi:.2f}), where the bound assumes ×1.00")
+            if khi < 1:
                 whole = f"{rows_m1:,} rows" if rows_m1 else "the whole batch"
-                line += (f": here {pieces} cost less per row than {whole}, so the bound's assumption (each piece costs "
-                         f"1/m of the whole) failed; the bound at that cost, {bound:.2f}× ÷ {k:.2f} = {bound / k:.2f}×, "
-                         f"against the measured {r['speedup']:.2f}×")
+                line += (f"\n  so here {pieces} cost less per row than {whole}, and the bound's assumption (each "
+                         f"piece costs 1/m of the whole) failed; the bound at that cost, {bound:.2f}× ÷ {k:.2f} = "
+                         f"{bound / k:.2f}×, against the measured {r['speedup']:.2f}×")
+            elif klo <= 1:
+                line += ("\n  that range includes ×1.00: whether cheaper pieces made the step faster than the bound, "
+                         "this run does not separate")
             else:
-                line += ": the pieces did not cost less, and this run does not say what made the step faster than the bound"
+                line += ("\n  the pieces did not cost less, and this run does not say what made the step faster "
+                         "than the bound")
         else:
             line += (": above 1 even then, so the bound's assumption failed here: it takes each micro-batch's work as 1/m "
                      "of the m = 1 step's; this launch does not time the library's pieces, so it cannot say which "
@@ -153,13 +164,41 @@ def stage_bound(base: dict, m: int) -> float:
     return (f0 + f1 + b0 + b1) / (max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m)
 
 
-def stage_cost_lines(rows: list[dict]) -> str:
-    """Each stage's measured cost at m = 1, the bound they give per m beside the equal-cost ideal (01)."""
+def backward_products(stages: list) -> list[int]:
+    """How many matrix products with a square (width × width) weight each stage's backward runs, from its layers (01).
+
+    Each square ``Linear`` computes its weight's gradient (one product) and, where its input needs a
+    gradient, its input's (one more). Stage 0's first layer takes the batch, which needs none; every
+    other layer's input, stage 1's received activation included (``requires_grad_`` in
+    ``gpipe_step``), does. A count of work (multiply-adds), not of time.
+    """
+    from torch import nn
+    counts = []
+    for s, stage in enumerate(stages):
+        square = [l for l in stage.modules() if isinstance(l, nn.Linear) and l.in_features == l.out_features]
+        counts.append(2 * len(square) - (1 if s == 0 and square else 0))
+    return counts
+
+
+def stage_cost_lines(rows: list[dict], products: list[int] | None = None) -> str:
+    """Each stage's measured cost at m = 1, the bound they give per m beside the equal-cost ideal (01).
+
+    With ``products`` (``backward_products``: each stage's same-size matrix products in its backward),
+    also the backward times' ratio beside the products' ratio: work counted against time measured.
+    """
     (f0, b0), (f1, b1) = costs = stage_costs(rows[0])
     slow = max((0, 1), key=lambda s: sum(costs[s]))
     lines = [f"m = 1, inside the step (median of {len(rows[0]['step_rounds'])} rounds): stage 0: F {1e3 * f0:.0f} ms + "
              f"B {1e3 * b0:.0f} ms = {1e3 * (f0 + b0):.0f} ms; stage 1: F {1e3 * f1:.0f} + B {1e3 * b1:.0f} = "
              f"{1e3 * (f1 + b1):.0f} ms: stage {slow} takes ×{sum(costs[slow]) / sum(costs[1 - slow]):.2f} the other's time"]
+    if products:
+        measured, counted = b1 / b0, products[1] / products[0]
+        same = round(measured, 2) == round(counted, 2)
+        lines.append(f"backward at m = 1: stage 1 took ×{measured:.2f} stage 0's time (measured); it runs "
+                     f"{products[1]} matrix products of the same size against stage 0's {products[0]} (counted from "
+                     f"the square layers), ×{counted:.2f} the work in them"
+                     + (": here the time's ratio matches the count" if same else
+                        ": the count is work, not time, and this run does not separate why the time's ratio differs"))
     lines.append("best speedup with these costs (per phase: the slower stage's work + one micro-batch of the other's) "
                  "against the equal-cost ideal 2m/(m + 1): "
                  + ", ".join(f"m = {r['microbatches']}: {stage_bound(rows[0], r['microbatches']):.2f}× "
@@ -167,14 +206,15 @@ def stage_cost_lines(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def backward_wait_line(row: dict, stage: int = 0) -> str:
+def backward_wait_line(row: dict, stage: int = 0, base: dict | None = None) -> str:
     """How long ``stage`` sat idle between its first and last backward in the shown round, and how much of it
     stage 1's slower backward pieces account for (01).
 
     In GPipe's backward phase stage 1 runs its backwards back to back and B0.i waits for B1.i's gradient.
     If each backward piece took its stage's mean in that round, stage 0 would sit idle the difference
     of the two means before each of its backwards but the first: (m − 1) times it in all. The
-    rest of the idle time (the messages' delivery, uneven pieces) is not separated.
+    rest of the idle time (the messages' delivery, uneven pieces) is not separated. With ``base``
+    (the m = 1 row), the pieces' ratio is printed beside the whole backward's at m = 1.
     """
     spans = sorted((a, b) for s, k, _, a, b in row["events"] if s == stage and k == "B")
     wait = sum(max(0.0, a2 - b1) for (_, b1), (a2, _) in zip(spans, spans[1:]))
@@ -189,7 +229,11 @@ def backward_wait_line(row: dict, stage: int = 0) -> str:
                        "means do not account for it: the messages' delivery and uneven pieces, which this run does not "
                        "separate, do")
     d = mean[1] - mean[0]
-    return line + (f"; stage 1's backward pieces took ×{mean[1] / mean[0]:.2f} stage 0's in that round, and each B0.i waits "
+    whole = ""
+    if base is not None:
+        (_, b0), (_, b1) = stage_costs(base)
+        whole = f" (the whole backward at m = 1: ×{b1 / b0:.2f})"
+    return line + (f"; stage 1's backward pieces took ×{mean[1] / mean[0]:.2f} stage 0's in that round{whole}, and each B0.i waits "
                    f"for B1.i's gradient: at the two stages' means that makes stage 0 wait {1e3 * d:.1f} ms before each "
                    f"backward but the first, {len(spans) - 1} × {1e3 * d:.1f} = {1e3 * slower:.0f} ms, "
                    + (f"{slower / wait:.0%} of the idle time; the rest ({1e3 * (wait - slower):.0f} ms: the messages' "

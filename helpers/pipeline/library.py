@@ -76,7 +76,7 @@ def library_worker(rank: int, world_size: int, width: int, depth: int, batch: in
                 continue
             mod, sched, opt = runs[key]
             dist.barrier()
-            t0 = time.perf_counter()  # timed: the same work as gpipe_step (zero_grad, the step, the SGD update)
+            t0 = time.perf_counter()  # timed: the same parts as gpipe_step (zero_grad, the step, the SGD update)
             opt.zero_grad(set_to_none=True)
             schedule_step(sched, rank, world_size, x, y)
             opt.step()

@@ -16,29 +16,32 @@ __all__ = ["plot_timelines", "plot_speedup", "plot_split_sweep"]
 def plot_timelines(rows: list[dict], label: str = "") -> Figure | None:
     """Gantt charts of one step per micro-batch count: which stage computes what, when (01).
 
-    A bar labelled F1.3 is stage 1's forward of micro-batch 3 (B: backward); a bar too narrow
-    for that label shows only its micro-batch, 3; one too narrow even for that stays unlabelled.
+    A bar labelled F1.3 is stage 1's forward of micro-batch 3 (B: backward). Where some bar of a panel
+    is too narrow for that label, every bar of the panel shows only its micro-batch, 3 (the colour says
+    F or B), so that one panel never mixes the two; a bar too narrow even for that stays unlabelled.
+    Time zero is the step's first computation (F0.0's start), not the step's start.
     """
     fig, axes = plt.subplots(len(rows), 1, figsize=(10, 1.3 * len(rows) + 1.0), squeeze=False)
     t_max = max(e[4] for r in rows for e in r["events"])
     colors = {"F": "#4C72B0", "B": "#DD8452"}
     for ax, r in zip(axes[:, 0], rows):
+        full = min(b - a for *_, a, b in r["events"]) / t_max > 0.04   # every bar fits "F1.3": full labels
         for s, kind, i, a, b in r["events"]:
             ax.barh(1 - s, b - a, left=a, color=colors[kind], edgecolor="white")
-            if (b - a) / t_max > 0.04:  # a label only where it fits inside its bar
+            if full:
                 ax.text(a + (b - a) / 2, 1 - s, f"{kind}{s}.{i}", ha="center", va="center", fontsize=8, color="white")
-            elif (b - a) / t_max > 0.012:  # narrower: the micro-batch only (the colour says F or B)
-                ax.text(a + (b - a) / 2, 1 - s, str(i), ha="center", va="center", fontsize=7, color="white")
+            elif (b - a) / t_max > 0.012:  # the micro-batch only, on every bar of this panel that fits it
+                ax.text(a + (b - a) / 2, 1 - s, str(i), ha="center", va="center", fontsize=8, color="white")
         ax.set_yticks([1, 0], ["stage 0", "stage 1"])
         ax.set_xlim(0, t_max * 1.02)
         ax.set_title(f"m = {r['microbatches']} micro-batch{'es' if r['microbatches'] > 1 else ''} of "
                      f"{r['microbatch_rows']} rows: bars: the median round, its step {1e3 * r.get('shown_round_s', r['step_s']):.0f} ms "
                      f"(rounds {1e3 * r['step_range'][0]:.0f}–{1e3 * r['step_range'][1]:.0f} ms)",
                      fontsize=9, loc="left")
-    axes[0, 0].legend(handles=[Patch(color=colors["F"], label="Fs.i: stage s's forward of micro-batch i (narrow bars: i only)"),
+    axes[0, 0].legend(handles=[Patch(color=colors["F"], label="Fs.i: stage s's forward of micro-batch i (panels with narrow bars: i only)"),
                                Patch(color=colors["B"], label="Bs.i: its backward")],
                       loc="lower left", bbox_to_anchor=(0, 1.25), ncol=2, fontsize=8, frameon=False)
-    axes[-1, 0].set_xlabel("seconds since the step began (gaps: the stage is idle)")
+    axes[-1, 0].set_xlabel("seconds since the step's first computation began (F0.0's start; gaps: the stage is idle)")
     return finish(fig, label)
 
 

@@ -93,8 +93,9 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
 
     ``Schedule1F1B`` refuses fewer micro-batches than stages, so 1F1B has no m = 1 of its own: its
     speedups, like GPipe's, are over the library's ``ScheduleGPipe`` step at m = 1. Both
-    implementations time the same work (zero_grad, the schedule's step, the SGD update), in
-    separate launches.
+    implementations time the same parts (zero_grad, the schedule's step, the SGD update), in
+    separate launches; inside its step the library also splits the batch and divides the
+    gradients by m (``scale_grads=True``), where ``gpipe_step`` chunks the batch and divides each loss by m.
     """
     base = next(r for r in lib if r["schedule"] == "gpipe" and r["microbatches"] == 1)
     hand_by_m = {r["microbatches"]: r for r in hand}
@@ -113,8 +114,9 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
     both = [m for m in sorted(hand_by_m) if m in gp]
     if both:
         lines.append("GPipe, library against hand-written: step ms (rounds) and efficiency, each over its own m = 1; the "
-                     "same schedule and the same work,\nin separate launches (a difference is the implementations' "
-                     "overhead or run-to-run noise, which this run does not separate; at m = 1 neither pipelines):")
+                     "same schedule, the same timed parts (zero_grad, the step, the SGD update),\nin separate launches "
+                     "(a difference is the implementations' overhead or run-to-run noise, which this run does not "
+                     "separate; at m = 1 neither pipelines):")
         for m in both:
             lib_r, hw = gp[m], hand_by_m[m]
             (llo, lhi), (hlo, hhi) = lib_r["step_range"], hw["step_range"]
@@ -157,27 +159,34 @@ def piece_cost_lines(costs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def message_lines(rows: list[dict]) -> str:
-    """Per m: one message's size and one-way time (median and range of the rounds), and 2m of them a step (01).
+def message_lines(rows: list[dict], spread_limit: float = 10.0) -> str:
+    """Per m: one message's size and one-way time, and 2m of them a step, each at the size's fastest round (01).
 
-    Then every place where a smaller message took longer than a larger one, with whether the
-    rounds of the two overlap (within the spread) or not.
+    The estimate is the fastest round, not the median: a ping-pong timed alone is the same message
+    every round, and a slower round is the machine's other work added to it (the note under Python's
+    ``timeit.Timer.repeat``: "the min() of the result is probably the only number you should be
+    interested in"). The median and the slowest round are printed beside it, and where the rounds
+    span more than ``spread_limit`` times, the line says so. Then every place where a smaller message's
+    estimate is above a larger one's, with whether the rounds of the two overlap.
     """
-    lines = [f"one-way send/recv of one micro-batch's activation (its gradient is the same size), "
-             f"median of {len(rows[0]['message_s'])} rounds, timed alone "
-             "by ping-pong, outside the step (in the step, gpipe_step sends with isend, which returns before the message "
-             "is delivered, so the sender computes on; the receiver waits for it in recvs[i].wait()):"]
+    lines = [f"one-way send/recv of one micro-batch's activation (its gradient is the same size), timed alone by "
+             f"ping-pong in {len(rows[0]['message_s'])} rounds, outside the step (in the step, gpipe_step sends with "
+             "isend, which returns before the message is delivered, so the sender computes on; the receiver waits for "
+             "it in recvs[i].wait()); each size's estimate is its fastest round:"]
     for r in rows:
         t = r["message_s"]
-        lines.append(f"m = {r['microbatches']:>2}: {r['message_bytes'] // 1024:>5} KiB {1e3 * statistics.median(t):6.2f} ms "
-                     f"(rounds {1e3 * min(t):.2f}–{1e3 * max(t):.2f}); 2m = {2 * r['microbatches']:>2} one after another "
-                     f"{2e3 * r['microbatches'] * statistics.median(t):6.1f} ms; the step {1e3 * r['step_s']:.0f} ms")
+        span = max(t) / min(t)
+        lines.append(f"m = {r['microbatches']:>2}: {r['message_bytes'] // 1024:>5} KiB fastest {1e3 * min(t):5.2f} ms "
+                     f"(median {1e3 * statistics.median(t):.2f}, slowest {1e3 * max(t):.2f}"
+                     + (f"; ×{span:.0f} apart: the median says little here" if span > spread_limit else "")
+                     + f"); 2m = {2 * r['microbatches']:>2} one after another {2e3 * r['microbatches'] * min(t):5.1f} ms; "
+                     f"the step {1e3 * r['step_s']:.0f} ms")
     for big, small in zip(rows, rows[1:]):
-        if statistics.median(small["message_s"]) > statistics.median(big["message_s"]):
+        if min(small["message_s"]) > min(big["message_s"]):
             overlap = min(small["message_s"]) <= max(big["message_s"])
-            lines.append(f"{small['message_bytes'] // 1024} KiB took longer than {big['message_bytes'] // 1024} KiB here: "
-                         + ("within the spread of the rounds (they overlap)" if overlap else
-                            "outside the spread of the rounds (they do not overlap)"))
+            lines.append(f"{small['message_bytes'] // 1024} KiB took longer than {big['message_bytes'] // 1024} KiB "
+                         "at their fastest rounds here: " + ("within the spread of the rounds (they overlap)" if overlap
+                                                              else "outside the spread of the rounds (they do not overlap)"))
     return "\n".join(lines)
 
 
