@@ -11,7 +11,7 @@ import helpers
 from helpers import evaluate
 from helpers.core import train as train_module
 from helpers.core.checks import verify
-from helpers.setup import lesson
+from helpers.setup import lesson, readings
 
 EX = "00.accuracy_no_grad"
 
@@ -262,12 +262,63 @@ def test_cpu_pressure_is_read_from_the_psi_some_total(tmp_path):
 
 
 def test_cpu_pressure_during_the_runs_is_said_from_the_stall_share():
-    waited = lesson.pressure_meaning(300_000, 1.5)                 # 0.3 s of 1.5 s: 20 %
-    assert "0.30 s" in waited and "20.0%" in waited and "may be waiting" in waited, waited
+    waited = lesson.pressure_meaning(300_000, 1.5, steal_ticks=0, cpus=2)       # 0.3 s of 1.5 s: 20 %
+    assert "300.0 ms" in waited and "20.0%" in waited and "may be waiting" in waited, waited
     assert "whose" in waited and "whole system" in waited, waited   # PSI does not attribute the wait
-    calm = lesson.pressure_meaning(5_000, 1.5)                     # 0.3 %
+    calm = lesson.pressure_meaning(3_450, 1.15, steal_ticks=0, cpus=2)          # 0.3 %: printed in ms, not "0.00 s"
+    assert "3.5 ms" in calm and "0.3%" in calm, calm
     assert "may be waiting" not in calm and "at most that small share" in calm, calm
-    assert "may be waiting" in lesson.pressure_meaning(15_000, 1.0)   # 1.5 %: not called small
+    assert "may be waiting" in lesson.pressure_meaning(15_000, 1.0, steal_ticks=0, cpus=2)   # 1.5 %: not called small
+
+
+def test_steal_time_is_read_from_proc_stat_and_said_beside_psi(tmp_path):
+    f = tmp_path / "stat"
+    f.write_text("cpu  5769807 508589 524513 1993805 14860 0 11884 29649 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+    assert readings.cpu_steal_total(str(f)) == 29649              # the all-CPU line's 8th value, not cpu0's
+    assert readings.cpu_steal_total(str(tmp_path / "missing")) is None
+    f.write_text("cpu  1 2 3 4 5 6 7\n")                         # a kernel without the steal column
+    assert readings.cpu_steal_total(str(f)) is None
+    stolen = lesson.pressure_meaning(3_000, 1.0, steal_ticks=10, hz=100, cpus=2)   # 0.1 s of 2 CPU-s: 5 %
+    assert "100 ms" in stolen and "5.0%" in stolen and "PSI does not count" in stolen, stolen
+    assert "at most that small share" not in stolen and "may be waiting" in stolen, stolen   # PSI small, steal not
+    unknown = lesson.pressure_meaning(3_000, 1.0, steal_ticks=None)
+    assert "not read here" in unknown and "not known" in unknown, unknown
+    assert "waiting for a CPU is at most" not in unknown, unknown   # the small share is only this kernel's
+
+
+def test_a_rise_in_validation_loss_is_called_overfitting_only_above_its_noise():
+    import random
+    rng = random.Random(0)
+    at_lowest = [rng.expovariate(10) for _ in range(270)]
+    train_loss = [2.0, 1.0, 0.5, 0.3, 0.2]
+    # this run's case: a rise well inside the noise of 270 samples, the training loss still falling
+    noisy = [v + rng.gauss(0.01, 0.3) for v in at_lowest]
+    val = [1.0, 0.5, 0.1, 0.12, 0.1 + sum(noisy) / 270 - sum(at_lowest) / 270]
+    text = readings.overfitting_verdict(train_loss, val, at_lowest, noisy)
+    assert "within 2 standard errors" in text and "no overfitting" in text and "consistent with" not in text, text
+    # the same mean rise with every sample worse by about as much: far above its standard error
+    steady = [v + 0.01 + rng.gauss(0, 0.001) for v in at_lowest]
+    text = readings.overfitting_verdict(train_loss, val, at_lowest, steady)
+    assert "consistent with the start of overfitting" in text and "within" not in text, text
+    assert "from epoch 3 to 5" in text, text
+    # above the noise but the training loss did not fall: not the overfitting pattern
+    text = readings.overfitting_verdict([2.0, 1.0, 0.2, 0.3, 0.25], val, at_lowest, steady)
+    assert "not the pattern of overfitting" in text and "consistent with" not in text, text
+    # lowest at the last epoch: nothing to judge
+    assert "no rise" in readings.overfitting_verdict(train_loss, [1.0, 0.5, 0.2, 0.15, 0.1], at_lowest, steady)
+    with pytest.raises(ValueError):
+        readings.overfitting_verdict(train_loss, val, at_lowest, steady[:-1])
+
+
+def test_sample_losses_average_to_evaluate_and_hand_the_model_back_in_its_mode():
+    from torch.utils.data import DataLoader
+
+    from helpers import DigitsCNN, load_datasets
+    torch.manual_seed(0)
+    model, loader = DigitsCNN().train(), DataLoader(load_datasets("digits")["val"], batch_size=64)
+    got = readings.sample_losses(model, loader)
+    assert len(got) == 270 and model.training
+    assert abs(sum(got) / len(got) - evaluate(model, loader)["loss"]) < 1e-5
 
 
 @pytest.mark.skipif(not (lesson.openmp_runtime() or "").count("libgomp"), reason="needs Linux with libgomp loaded")
@@ -309,7 +360,7 @@ def test_forgetting_model_eval_is_refused():
 
 
 def test_no_function_of_the_lesson_module_counts_the_answer_for_the_student():
-    """A student who looks in helpers.setup.lesson finds no (model, loader) function that returns the fraction."""
+    """A student who looks in helpers.setup's modules finds no (model, loader) function that returns the fraction."""
     import inspect
 
     from torch.utils.data import DataLoader
@@ -318,14 +369,15 @@ def test_no_function_of_the_lesson_module_counts_the_answer_for_the_student():
     torch.manual_seed(0)
     model, loader = DigitsCNN().eval(), DataLoader(load_datasets("digits")["val"], batch_size=64)
     value = right(model, loader)
-    for name, fn in inspect.getmembers(lesson, inspect.isfunction):
-        if fn.__module__ != lesson.__name__:
-            continue
+    functions = [fn for module in (lesson, readings) for _, fn in inspect.getmembers(module, inspect.isfunction)
+                 if fn.__module__ == module.__name__]
+    assert readings.sample_losses in functions
+    for fn in functions:
         try:
             got = fn(model, loader)
         except Exception:
             continue
-        assert not (isinstance(got, (int, float)) and abs(got - value) < 1e-9), name
+        assert not (isinstance(got, (int, float)) and abs(got - value) < 1e-9), fn.__name__
 
 
 @pytest.mark.skipif(not (torch.cuda.is_available() or torch.backends.mps.is_available()), reason="needs a GPU or MPS")

@@ -199,18 +199,33 @@ def cpu_pressure_total(path: str = "/proc/pressure/cpu") -> int | None:
     return None
 
 
-def pressure_meaning(stalled_us: int, wall_s: float) -> str:
+def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = None, hz: int = 100,
+                     cpus: int = 1) -> str:
     """What PSI's CPU "some" time during section 3's timed runs says about them, generated from the numbers (00).
     It counts time in which at least one task waited for a CPU: this kernel's threads or anything else on the
-    system (PSI does not say whose); /proc/pressure is the whole system's (a container's host's or VM's)."""
+    system (PSI does not say whose); /proc/pressure is the whole system's (a container's host's or VM's). Time a
+    virtual machine's CPUs spent in other operating systems (steal, ``steal_ticks`` of ``1/hz`` s summed over
+    ``cpus``; None where it was not read) is not in it and is said beside it."""
     share = stalled_us / 1e6 / wall_s if wall_s > 0 else 0.0
     head = (f"during the timed runs ({wall_s:.2f} s), some task on this system waited for a CPU for "
-            f"{stalled_us / 1e6:.2f} s ({share:.1%} of the time; Linux CPU pressure, /proc/pressure/cpu, whole "
+            f"{stalled_us / 1e3:.1f} ms ({share:.1%} of the time; Linux CPU pressure, /proc/pressure/cpu, whole "
             f"system, these runs' threads and any other work alike)")
-    if share < 0.01:
+    if steal_ticks is None:
+        steal_share = None
+        head += ("; steal time, which PSI does not count (a virtual machine's CPUs running other operating "
+                 "systems), is not read here (no /proc/stat steal column)")
+    else:
+        steal_share = steal_ticks / hz / (wall_s * cpus) if wall_s > 0 else 0.0
+        head += (f"; this machine's {cpus} CPU(s) spent {steal_ticks / hz * 1e3:.0f} ms in other operating systems "
+                 f"(steal time, /proc/stat, counted in ticks of {1e3 / hz:.0f} ms; {steal_share:.1%} of their time), "
+                 f"which PSI does not count")
+    if share < 0.01 and steal_share is not None and steal_share < 0.01:
         return f"{head}: waiting for a CPU is at most that small share of the runs' times"
-    return (f"{head}: up to that share of the runs' time may be waiting for a CPU rather than computing; PSI does "
-            f"not say whose tasks waited, so which count it slowed is not known")
+    if share < 0.01 and steal_share is None:
+        return (f"{head}: waiting for a CPU in this kernel is at most that small share of the runs' times; what a "
+                f"hypervisor took, if any, is not known")
+    return (f"{head}: up to that share of the runs' time may be waiting for a CPU rather than computing; neither "
+            f"count says whose tasks waited, so which thread count it slowed is not known")
 
 
 def openmp_runtime() -> str | None:
