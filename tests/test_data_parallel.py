@@ -434,3 +434,100 @@ def test_probe_sentences_follow_the_rule_and_the_peak():
 def test_process_rounds_time_one_and_two_processes_in_turns():
     r = D.process_rounds(batch=64, seconds=0.05, rounds=2)
     assert set(r) == {1, 2} and len(r[1]) == len(r[2]) == 2 and min(r[1] + r[2]) > 0
+
+
+def test_process_rounds_stay_on_gloo_and_the_cpu_with_gpus(monkeypatch):
+    """With 2 GPUs choose_backend(2) says nccl; the processes compared with CPU threads must stay on gloo/CPU."""
+    from helpers.data_parallel import processes as P
+    from helpers.dist import ranks
+    monkeypatch.setattr(ranks, "gpu_count", lambda: 2)
+    monkeypatch.setattr(ranks.dist, "is_nccl_available", lambda: True)
+    assert ranks.choose_backend(2) == "nccl"  # the mock took: the automatic choice would move them to the GPUs
+    seen = {}
+
+    def fake_launch(fn, nprocs, args=(), backend=None, **kw):
+        seen.update(fn=fn, nprocs=nprocs, backend=backend)
+        return [{1: [1.0], 2: [1.0]}, {1: [], 2: [1.0]}]
+
+    monkeypatch.setattr(P, "launch", fake_launch)
+    assert P.process_rounds(batch=8, seconds=0.01, rounds=1) == {1: [1.0], 2: [1.0]}
+    assert seen["backend"] == P.PROCESS_BACKEND == "gloo" and seen["nprocs"] == 2
+    assert ranks.local_device("gloo").type == "cpu"  # what the launcher and agree() give each rank under gloo
+    import inspect
+    assert "cuda" not in inspect.getsource(P.rounds_worker)  # the worker moves nothing to a GPU
+
+
+def test_time_four_steps_cpu_runs_the_simulation_with_gpus_counted(monkeypatch):
+    """Section 4's CPU sentences take CPU times: time_four_steps(cpu=True) never takes the GPU path."""
+    from helpers.data_parallel import speed
+    monkeypatch.setattr(speed, "gpu_count", lambda: 2)
+    monkeypatch.setattr(speed, "four_steps_gpu", lambda *a, **k: (_ for _ in ()).throw(AssertionError("GPU path")))
+    res = D.time_four_steps(batch=16, repeats=1, cpu=True)
+    assert res["path"].startswith("plain tensor ops") and set(res["one_worker_seconds"]) == {"forward", "backward"}
+
+
+def _omp_or_skip():
+    get = I._omp_max_threads()
+    if get is None:
+        pytest.skip("OpenMP's omp_get_max_threads cannot be read here")
+    return get
+
+
+def test_a_fresh_thread_gets_one_intraop_thread_only_when_set_in_it():
+    _omp_or_skip()
+    seen = D.omp_threads_at_thread_start()
+    assert seen["set_in_thread"] == 1
+    if torch.get_num_threads() > 1:  # the default is above 1: a thread that does not set it starts there
+        assert seen["plain"] > 1
+
+
+def test_every_worker_thread_computes_on_one_intraop_thread(monkeypatch):
+    """four_steps_cpu's threads, thread_variants' and gil_probe's: the first operator of each sees 1 OpenMP thread."""
+    from helpers.core.measure import torch_threads
+    from helpers.data_parallel import speed
+    get = _omp_or_skip()
+    seen: list[int] = []
+
+    class Probe(DigitsCNN):
+        def forward(self, x):
+            seen.append(get())  # before the thread's first operator
+            return super().forward(x)
+
+    x, y = torch.randn(8, 1, 8, 8), torch.randint(0, 10, (8,))
+    with torch_threads(1):
+        D.four_steps_cpu(Probe(), x, y, n=2)
+    monkeypatch.setattr(speed, "DigitsCNN", Probe)
+    D.thread_variants(batch=8, seconds=0.005, rounds=1)
+    D.gil_probe(batches=(2,), seconds=0.005, rounds=1, min_steps=1)
+    assert seen and set(seen) == {1}
+
+
+def test_saves_its_output_reads_what_autograd_keeps():
+    x = torch.randn(4, 1, 8, 8)
+    assert not D.saves_its_output(DigitsCNN(), x)  # a Linear last: it saves its input and weight
+    assert D.saves_its_output(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 3), torch.nn.Sigmoid()), x)
+
+
+def test_section4_sentences_say_the_rule_once_and_name_their_source():
+    row = {"batch_per_thread": 4, "speedup": 1.0, "speedup_min": 0.9, "speedup_max": 1.1, "side": "no clear difference",
+           "ratios": [0.9, 1.1, 1.0]}
+    short = D.probe_verdict(row, explain=False)
+    assert short.startswith("no clear difference") and D.probe_rule() not in short and D.probe_rule() in D.probe_verdict(row)
+    cpu = "the CPU simulation of section 3"
+    assert f"of {cpu}'s one-thread pass" in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, False, where=f"{cpu}'s")
+    assert D.forward_sentence({"forward": 1.0, "backward": 1.0}, {"apply": 2.0, "backward": 1.0}, where=cpu).startswith(cpu)
+    runs = {"single": [1.0, 1.0, 1.0], "threads_forward_backward": [0.7, 0.7, 0.6], "threads_forward_only": [0.9, 1.2, 0.8]}
+    gil = [dict(row, batch_per_thread=64, side="faster"), row]
+    s = D.section4_takeaway(runs, gil, {1: [1.0, 1.0, 1.0], 2: [1.3, 1.1, 1.2]})
+    assert "cut over two threads, slower than one thread" in s and "forward only: no clear difference from one thread" in s
+    assert "at 64 rows per thread" in s and "two DDP processes, faster than one DDP process" in s
+    s = D.section4_takeaway({**runs, "threads_forward_backward": [1.1, 1.2, 1.02]}, [row], {1: [1.0], 2: [0.5]})
+    assert "no clear difference from one thread (forward only" in s and "at no batch probed" in s and "slower than one DDP" in s
+
+
+def test_probe_peak_says_no_gain_when_every_median_is_below_one():
+    rows = [{"batch_per_thread": b, "speedup": s} for b, s in ((16, 0.72), (128, 0.85), (256, 0.75))]
+    s = D.probe_peak_sentence(rows)
+    assert s.startswith("by the median, two threads gained at no batch probed") and "gain" not in s.split("; ", 1)[1]
+    assert "median ratio was largest at 128 rows per thread (0.85×)" in s and "the ratio did not keep growing" in s
+    assert "median gain was largest at 64" in D.probe_peak_sentence([{"batch_per_thread": 64, "speedup": 1.2}])

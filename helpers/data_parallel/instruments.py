@@ -24,10 +24,82 @@ from .memory import output_device_accounting
 from .recipe import four_steps_gpu
 from .timing import timed
 
-__all__ = ["four_steps_cpu", "copied_bytes", "optimizer_state_bytes", "run_four_steps", "batchnorm_gradient_gap", "LABELS"]
+__all__ = ["four_steps_cpu", "copied_bytes", "optimizer_state_bytes", "run_four_steps", "batchnorm_gradient_gap", "LABELS",
+           "run_threads_one_intraop", "omp_threads_at_thread_start", "saves_its_output"]
 
 LABELS = {"single": "1 thread, whole batch", "threads_forward_only": "2 threads, forward only",
           "threads_forward_backward": "2 threads, forward + backward"}  # the ways thread_variants (speed.py) times
+
+
+def run_threads_one_intraop(fn, n: int) -> None:
+    """:func:`run_threads` with the caller's ``torch.get_num_threads()`` set at the top of every thread (02).
+
+    Under ``torch_threads(1)`` that is one intra-op thread in each. ``set_num_threads`` in the
+    calling thread does not reach a new thread's own OpenMP setting: that starts at the default
+    (the cores) until the thread's first ``at::parallel_for``, and a oneDNN convolution run before
+    that reads it (:func:`omp_threads_at_thread_start` shows both).
+    """
+    caller = torch.get_num_threads()
+
+    def like_caller(i: int) -> None:
+        torch.set_num_threads(caller)
+        fn(i)
+
+    run_threads(like_caller, n)
+
+
+def _omp_max_threads():
+    """``omp_get_max_threads`` of the OpenMP library torch loaded, or None where it cannot be found (Linux only)."""
+    import ctypes
+    try:
+        with open("/proc/self/maps") as f:
+            libs = sorted({line.split()[-1] for line in f if "omp" in line.rsplit("/", 1)[-1] and ".so" in line})
+    except OSError:
+        return None
+    for lib in libs:
+        try:
+            return ctypes.CDLL(lib).omp_get_max_threads
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def omp_threads_at_thread_start() -> dict | None:
+    """OpenMP's thread count at the start of a fresh Python thread, with and without :func:`run_threads_one_intraop` (02).
+
+    Read while the main thread is set to 1: ``{"plain": …, "set_in_thread": …}``; None where the
+    OpenMP library cannot be read (not Linux, or torch built without OpenMP).
+    """
+    from ..core.measure import torch_threads
+
+    get = _omp_max_threads()
+    if get is None:
+        return None
+    seen: dict[str, int] = {}
+
+    def plain(i: int) -> None:
+        seen["plain"] = get()
+
+    def inside(i: int) -> None:
+        seen["set_in_thread"] = get()
+
+    with torch_threads(1):
+        run_threads(plain, 1)
+        run_threads_one_intraop(inside, 1)
+    return seen
+
+
+def saves_its_output(model: nn.Module, x: torch.Tensor) -> bool:
+    """Whether autograd saves ``model(x)``'s output for backward (read with saved-tensor hooks) (02)."""
+    saved: list[int] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append(t.untyped_storage().data_ptr())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(x)
+    return out.untyped_storage().data_ptr() in saved
 
 
 _SHELLS: "weakref.WeakKeyDictionary[nn.Module, dict[int, list[nn.Module]]]" = weakref.WeakKeyDictionary()
@@ -70,7 +142,7 @@ def four_steps_cpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int = 
         if record_backward_threads:
             outputs[i].register_hook(lambda g: backward_threads.append(threading.get_ident()))
 
-    timed(times, "apply", lambda: run_threads(run, len(inputs)))
+    timed(times, "apply", lambda: run_threads_one_intraop(run, len(inputs)))
     out = timed(times, "gather", lambda: torch.cat(outputs))  # onto the output device (here: the same CPU)
     loss = nn.functional.cross_entropy(out, y)
     timed(times, "backward", loss.backward)

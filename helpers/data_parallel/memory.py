@@ -34,7 +34,9 @@ def output_device_accounting(model: nn.Module, x: torch.Tensor, out: torch.Tenso
     backward, when ``Broadcast.backward`` sums the replicas' gradients (every saved activation
     freed by then): each device its replica's gradients and a flat copy of the largest buffer; the
     output device also the parameters, the sum that becomes ``.grad``, the optimizer's state and
-    the loss.
+    the loss. The sum is ``comm.reduce_add``'s path with NCCL (one new tensor on the output
+    device); without NCCL it also copies each other device's buffer there before adding it, a
+    temporary this formula does not count.
     """
     batch = x.shape[0]
     param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
@@ -94,8 +96,9 @@ def peak_moments(acc: dict, out_row_bytes: int | None = None) -> dict:
     global batch, ``1/n`` of its activations, output row, ``log_softmax`` row and target.
     ``backward``: at the end of backward, no activations left. DataParallel's output device, at
     the peak of the reduction: the parameters, replica 0's gradients, one flat copy of the largest
-    buffer (``comm.reduce_add_coalesced``) and the sum that becomes ``.grad``, Adam's state, the
-    loss; a DDP device: the parameters, ``.grad``, the buckets, Adam's state, the loss.
+    buffer (``comm.reduce_add_coalesced``) and the sum that becomes ``.grad`` (``comm.reduce_add``
+    with NCCL; without it, a temporary copy of another device's buffer too, not counted), Adam's
+    state, the loss; a DDP device: the parameters, ``.grad``, the buckets, Adam's state, the loss.
     ``out_row_bytes``: a what-if output row size (another number of classes; only the rows change).
     Neither counts the activations' gradients, nor the gradients that build up during backward
     while the saved activations are freed.

@@ -3,7 +3,9 @@
 Two ranks start once. In each round rank 0 first trains alone (a DDP model on a process group of
 rank 0 only, the whole global batch) while rank 1 waits at a barrier; then both train a DDP
 model on the world group, each on half the batch. Every process is single-threaded (the
-launcher's ``threads=1``); starting the processes is outside every timed loop.
+launcher's ``threads=1``); starting the processes is outside every timed loop. They run on the CPU
+with gloo even where there are GPUs, so that notebook 02 compares them with its threads, which
+run on the CPU, on the same cores.
 """
 from __future__ import annotations
 
@@ -17,9 +19,11 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from ..core.data import digits_batch
 from ..core.models import DigitsCNN
 from ..dist.launcher import launch
-from ..dist.ranks import agree, choose_backend, local_device
+from ..dist.ranks import agree
 
-__all__ = ["process_rounds"]
+__all__ = ["process_rounds", "PROCESS_BACKEND"]
+
+PROCESS_BACKEND = "gloo"  # CPU processes everywhere: the threads they are compared with run on the CPU
 
 
 def _timed_steps(model: nn.Module, x: torch.Tensor, y: torch.Tensor, seconds: float, group=None) -> float:
@@ -43,21 +47,17 @@ def _timed_steps(model: nn.Module, x: torch.Tensor, y: torch.Tensor, seconds: fl
     t0 = time.perf_counter()
     for _ in range(int(n.item())):
         step()
-    if x.is_cuda:
-        torch.cuda.synchronize(x.device)
     dt = time.perf_counter() - t0
     return (agree(dt, "max") if group is not None else dt) / int(n.item())
 
 
 def rounds_worker(rank: int, world_size: int, batch: int, seconds: float, rounds: int) -> dict:
     """Samples/s of 1 DDP process (rank 0 alone) and of 2 (both ranks), round by round (02)."""
-    device = local_device()
     alone = dist.new_group([0])  # every rank takes part in creating a group
-    x, y = (t.to(device) for t in digits_batch(batch))
+    x, y = digits_batch(batch)  # on the CPU, GPUs or not (PROCESS_BACKEND): DDP's module stays there too
     torch.manual_seed(0)
-    ids = [device.index] if device.type == "cuda" else None
-    one = DDP(DigitsCNN().to(device), device_ids=ids, process_group=alone) if rank == 0 else None
-    both = DDP(DigitsCNN().to(device), device_ids=ids)
+    one = DDP(DigitsCNN(), process_group=alone) if rank == 0 else None
+    both = DDP(DigitsCNN())
     half = batch // world_size
     xs, ys = x[rank * half:(rank + 1) * half], y[rank * half:(rank + 1) * half]
     res: dict[int, list[float]] = {1: [], 2: []}
@@ -71,6 +71,10 @@ def rounds_worker(rank: int, world_size: int, batch: int, seconds: float, rounds
 
 
 def process_rounds(batch: int = 256, seconds: float = 0.3, rounds: int = 3) -> dict:
-    """``{1: [samples/s per round], 2: [...]}``: one DDP process on the whole batch, then two on half each (02)."""
-    backend = choose_backend(2)
-    return launch(rounds_worker, 2, args=(batch, seconds, rounds), backend=backend, verbose=False, timeout=180)[0]
+    """``{1: [samples/s per round], 2: [...]}``: one DDP process on the whole batch, then two on half each (02).
+
+    On the CPU with gloo (:data:`PROCESS_BACKEND`) also where there are GPUs: the threads they are
+    compared with run on the CPU.
+    """
+    return launch(rounds_worker, 2, args=(batch, seconds, rounds), backend=PROCESS_BACKEND, verbose=False,
+                  timeout=180)[0]

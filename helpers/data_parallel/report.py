@@ -9,7 +9,7 @@ from .memory import largest_batches
 from .speed import MARGIN, _side, amdahl_cap
 
 __all__ = ["throughput_lines", "amdahl_sentence", "processes_sentence", "memory_sentences", "forward_sentence",
-           "probe_vs_cut_sentence", "probe_verdict", "probe_peak_sentence"]
+           "probe_vs_cut_sentence", "probe_verdict", "probe_rule", "probe_peak_sentence", "section4_takeaway"]
 
 
 def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
@@ -29,23 +29,24 @@ def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
 
 
 def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | None = None,
-                    margin: float = MARGIN) -> str:
+                    margin: float = MARGIN, where: str = "section 3's") -> str:
     """Amdahl's bound for threading only the forward, from a one-thread pass's forward and backward times (02).
 
     The serial share is the backward's share of the one-worker pass (Amdahl's law starts from the
     serial run); the sentence says the bound covers a gain, not a loss. ``measured``: the threads'
     median ratio; above the bound, the sentence says so rather than leave the two side by side.
+    ``where``: whose one-thread pass the times are (a CPU pass, like the threads it is set beside).
     """
     share = one_worker_seconds["backward"] / (one_worker_seconds["forward"] + one_worker_seconds["backward"])
     cap = amdahl_cap(share)
     above = measured is not None and measured > cap
     below = measured is not None and not slower and measured < cap - margin
-    return (f"Amdahl's law: with the backward ({share:.0%} of section 3's one-thread pass) left on one thread, "
+    return (f"Amdahl's law: with the backward ({share:.0%} of {where} one-thread pass) left on one thread, "
             f"threading the forward gains at most {cap:.2f}×. The law bounds a gain, not a loss"
             + (": the shortfall below 1× here is cost the threads add, not split up in this notebook (starting "
                "two threads every step, functional_call's parameter swaps and the GIL are candidates)" if slower else "")
             + (f". The forward-only threads' median here, {measured:.2f}×, is above that bound: the bound takes "
-               "section 3's pass, timed at another moment, as the work the threads share, each on a core of its "
+               f"{where} pass, timed at another moment, as the work the threads share, each on a core of its "
                "own; some of that did not hold in these rounds (which part is not split up here)" if above else "")
             + (f". The forward-only threads' median here, {measured:.2f}×, is well below that bound: the bound "
                "counts only the work the threads share, and the threads add costs of their own (starting two threads "
@@ -139,15 +140,16 @@ def memory_sentences(budget: int, acc: dict, classes: int = 50_000, margin: floa
 
 
 def forward_sentence(one_worker_seconds: dict, step_seconds: dict, gil: list[dict] | None = None,
-                     rows: int = 128) -> str:
+                     rows: int = 128, where: str = "section 3") -> str:
     """Section 3's forward in two threads against the same forward on one thread, from the means (02).
 
     One ratio of two means, not rounds: no verdict is drawn from it. With ``gil``, the probe's
     whole step at ``rows`` per thread is put beside it, with the costs only this forward has.
+    ``where``: which CPU run the times come from.
     """
     one, two = one_worker_seconds["forward"], step_seconds["apply"]
     r = two / one
-    s = (f"section 3 (means of 20 passes): the forward took {1e3 * two:.1f} ms in 2 threads against {1e3 * one:.1f} ms "
+    s = (f"{where} (means of 20 passes): the forward took {1e3 * two:.1f} ms in 2 threads against {1e3 * one:.1f} ms "
          f"on one thread ({r:.2f}× as long; one ratio of two means, so no round-by-round verdict). The backward took "
          f"{1e3 * step_seconds['backward']:.1f} ms on one thread after the threads, against "
          f"{1e3 * one_worker_seconds['backward']:.1f} ms after one thread's forward")
@@ -175,27 +177,59 @@ def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int) -> st
             "each part adds is not split up here")
 
 
-def probe_verdict(row: dict, margin: float = MARGIN) -> str:
-    """A probe row's verdict in words: the rule decides it, the median alone does not (02)."""
+def probe_rule(margin: float = MARGIN) -> str:
+    """The rule the probe's verdicts follow, said once (02)."""
+    return (f"The rule gives a verdict only when every round is more than {margin:.0%} beyond 1× on the same side, so "
+            "the median alone decides nothing")
+
+
+def probe_verdict(row: dict, margin: float = MARGIN, explain: bool = True) -> str:
+    """A probe row's verdict in words: the rule decides it, the median alone does not (02).
+
+    ``explain``: add :func:`probe_rule` to a "no clear difference" (leave it out to say it once).
+    """
     if row["side"] in ("faster", "slower"):
         return f"{row['side']} in every round"
     ratios = row.get("ratios", [])
     near = sum(abs(r - 1) <= margin for r in ratios)
     why = (f"{near} of the {len(ratios)} rounds within {margin:.0%} of 1×" if near else
            "rounds on both sides of 1×") if ratios else "not every round on one side"
-    return (f"no clear difference: the rounds ran {row['speedup_min']:.2f}–{row['speedup_max']:.2f}×, {why}. The rule "
-            f"gives a verdict only when every round is more than {margin:.0%} beyond 1× on the same side, so the "
-            "median alone decides nothing")
+    return (f"no clear difference: the rounds ran {row['speedup_min']:.2f}–{row['speedup_max']:.2f}×, {why}"
+            + (f". {probe_rule(margin)}" if explain else ""))
 
 
 def probe_peak_sentence(gil: list[dict]) -> str:
-    """Where the probe's median gain was largest, and whether it kept growing with the batch (02)."""
+    """Where the probe's median ratio was largest, and whether it kept growing with the batch (02).
+
+    A "gain" only when that median is above 1×; else the sentence says no batch gained by the median.
+    """
     best = max(gil, key=lambda r: r["speedup"])
+    what = "gain" if best["speedup"] > 1 else "ratio"
     larger = [r for r in gil if r["batch_per_thread"] > best["batch_per_thread"]]
-    head = (f"the probe's median gain was largest at {best['batch_per_thread']} rows per thread "
-            f"({best['speedup']:.2f}×)")
+    head = ("" if what == "gain" else "by the median, two threads gained at no batch probed; ") + (
+        f"the probe's median {what} was largest at {best['batch_per_thread']} rows per thread ({best['speedup']:.2f}×)")
     if not larger:
         return head + ", the largest batch probed"
     return (head + "; at the larger " + ", ".join(f"{r['batch_per_thread']} ({r['speedup']:.2f}×)" for r in larger)
-            + " the median was lower: here the gain did not keep growing with the batch (the probe times whole "
+            + f" the median was lower: here the {what} did not keep growing with the batch (the probe times whole "
             "steps: it does not say why)")
+
+
+def section4_takeaway(runs: dict, gil: list[dict], prounds: dict, margin: float = MARGIN) -> str:
+    """Section 4 in one line, from its round-by-round verdicts (02): each way against its own baseline.
+
+    ``runs``: :func:`thread_variants`' rounds; ``gil``: :func:`gil_probe`'s rows; ``prounds``:
+    :func:`process_rounds`' rounds. Only comparisons timed in the same rounds give a verdict.
+    """
+    def said(side: str, than: str) -> str:
+        return f"{side} than {than}" if side in ("faster", "slower") else f"no clear difference from {than}"
+
+    cut = _side([a / b for a, b in zip(runs["threads_forward_backward"], runs["single"])], margin)
+    fwd = _side([a / b for a, b in zip(runs["threads_forward_only"], runs["single"])], margin)
+    procs = _side([b / a for a, b in zip(prounds[1], prounds[2])], margin)
+    wins = [r["batch_per_thread"] for r in gil if r["side"] == "faster"]
+    probe = (f"two threads with a batch each beat one in every round at {', '.join(map(str, wins))} rows per thread"
+             if wins else "two threads with a batch each beat one in every round at no batch probed")
+    return (f"Section 4 on this machine ({hardware_label('cpu')}; each way against its own baseline, timed in the same "
+            f"rounds): the global batch cut over two threads, {said(cut, 'one thread')} (forward only: "
+            f"{said(fwd, 'one thread')}); {probe}; two DDP processes, {said(procs, 'one DDP process')}")

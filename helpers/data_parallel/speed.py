@@ -14,26 +14,27 @@ from torch import nn
 
 from ..core.data import digits_batch
 from ..core.device import gpu_count
-from ..core.measure import run_threads, torch_threads
+from ..core.measure import torch_threads
 from ..core.models import DigitsCNN
 from .recipe import four_steps_gpu
-from .instruments import LABELS, four_steps_cpu
+from .instruments import LABELS, four_steps_cpu, run_threads_one_intraop
 from .timing import timed
 
 __all__ = ["time_four_steps", "thread_variants", "rounds_verdict", "MARGIN", "gil_probe", "gil_by_rounds", "amdahl_cap",
            "parallel_apply_here"]
 
 
-def time_four_steps(batch: int = 256, repeats: int = 20) -> dict:
+def time_four_steps(batch: int = 256, repeats: int = 20, cpu: bool = False) -> dict:
     """Mean seconds spent in scatter, replicate, apply, gather and backward per forward+backward pass (02).
 
     No optimizer step: ``repeats`` passes after two warm-up ones, gradients cleared before each.
     ``one_worker_seconds``: the same batch's forward and backward on one thread (the serial step
-    that Amdahl's law starts from), timed in turns with the four steps.
+    that Amdahl's law starts from), timed in turns with the four steps. ``cpu``: the CPU simulation
+    even with GPUs (to set beside section 4's CPU threads).
     """
     x, y = digits_batch(batch)
     model = DigitsCNN()
-    n = gpu_count()
+    n = 0 if cpu else gpu_count()
     totals: dict[str, float] = {}
     one: dict[str, float] = {}
     with torch_threads(1):  # one core per "device" on a CPU, as if each were its own
@@ -100,7 +101,7 @@ def thread_variants(batch: int = 256, seconds: float = 0.2, threads: int = 2, ro
         (nn.functional.cross_entropy(replicas[i](xs[i]), ys[i]) / threads).backward()
 
     def forward_backward() -> None:
-        run_threads(work, threads)
+        run_threads_one_intraop(work, threads)
         with torch.no_grad():
             for p, *rs in zip(model.parameters(), *(r.parameters() for r in replicas)):
                 p.grad = sum(r.grad for r in rs)
@@ -142,7 +143,7 @@ def gil_probe(batches: tuple[int, ...] = (1, 4, 16, 64, 256), seconds: float = 0
             step(0)
 
         def two() -> None:
-            run_threads(step, 2)
+            run_threads_one_intraop(step, 2)
 
         ratios, t1s, t2s = [], [], []
         with torch_threads(1):
