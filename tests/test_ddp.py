@@ -1,4 +1,6 @@
 """DDP helpers (helpers.ddp): the sampler table, the equivalence check, torchrun commands."""
+import statistics
+
 import pytest
 
 from helpers import ddp
@@ -196,8 +198,8 @@ def test_my_indices_refuses_the_untouched_skeleton_and_dealing_in_blocks():
 # --- section 5: the scaling measurement and the sentences generated from it ------------------------------------
 
 def _rows(speedups: dict) -> list[dict]:
-    return [{"global_batch": b, "processes": 2, "repeats": 3, "speedup": s[1], "speedup_min": s[0],
-             "speedup_max": s[2], "step_s_1": 0.02, "step_s_n": 0.012, "allreduce_s": 0.0004,
+    return [{"global_batch": b, "processes": 2, "repeats": len(s), "speedup": statistics.median(s), "speedup_min": min(s),
+             "speedup_max": max(s), "speedups": sorted(s), "step_s_1": 0.02, "step_s_n": 0.012, "allreduce_s": 0.0004,
              "allreduce_bytes_per_step": 153128} for b, s in speedups.items()]
 
 
@@ -207,7 +209,8 @@ def test_the_conclusion_follows_the_numbers_not_a_story():
                                          2048: (1.3, 1.42, 1.5)}))
     assert summary["best"] == 1024 and summary["worst"] == 64
     assert summary["verdicts"] == {64: "slower", 256: "faster", 1024: "faster", 2048: "faster"}
-    assert "batch 64: 0.86× (0.80–0.90×): 2 processes slower than 1 in every repeat" in summary["text"]
+    assert ("batch 64: median 0.86×, interquartile 0.83–0.88×, all 0.80–0.90×; faster in 0 of 3 repeats, slower in 3 "
+            "of 3\n    verdict: 2 processes slower than 1 in every repeat") in summary["text"]
     assert "higher at 256, 1024 and 2048 than at 64; higher at 1024 than at 256" in summary["text"]
     assert "lower at 2048 than at 1024" in summary["text"] and "256–2048" in summary["text"]
     overlapping = ddp.scaling_summary(_rows({64: (0.5, 0.9, 1.2), 256: (1.0, 1.1, 1.3), 1024: (1.2, 1.5, 1.6)}))
@@ -216,7 +219,8 @@ def test_the_conclusion_follows_the_numbers_not_a_story():
     assert overlapping["title"].endswith("speedup not told apart between any two batches")
     falling = ddp.scaling_summary(_rows({64: (1.8, 1.9, 2.0), 256: (1.4, 1.5, 1.6), 1024: (0.9, 1.0, 1.1)}))
     assert "lower at 256 and 1024 than at 64; lower at 1024 than at 256" in falling["text"]
-    assert "batch 1024: 1.00× (0.90–1.10×): no clear difference, the range includes 1×" in falling["text"]
+    assert ("batch 1024: median 1.00×, interquartile 0.95–1.05×, all 0.90–1.10×; faster in 1 of 3 repeats, slower in 1 "
+            "of 3\n    verdict: no clear difference: the median is within 3 % of 1×") in falling["text"]
 
 
 def test_the_third_reads_run_compares_every_pair_not_only_neighbours():
@@ -232,7 +236,22 @@ def test_the_third_reads_run_compares_every_pair_not_only_neighbours():
     # within the 3 % margin of 1×, a range above 1× is no win
     close = ddp.scaling_summary(_rows({64: (1.01, 1.05, 1.1), 256: (0.9, 0.93, 0.96), 1024: (0.9, 0.95, 0.99)}))
     assert close["verdicts"] == {64: "unclear", 256: "slower", 1024: "unclear"}
-    assert "no clear difference, the range comes within 3 % of 1×" in close["text"]
+    assert ("batch 64: median 1.05×, interquartile 1.03–1.08×, all 1.01–1.10×; faster in 2 of 3 repeats, slower in 0 of "
+            "3\n    verdict: no clear difference: the median says faster, but the verdict asks all 3 repeats to be faster "
+            "and 1 was not (the lowest 1.010×, not above 1.03×)") in close["text"]
+
+
+def test_a_median_that_says_faster_gets_its_count_of_faster_repeats_and_why_no_verdict():
+    """Fresh read: 1.58× median, one slow repeat of 7 (0.94×): said as 6 of 7 faster, with the interquartile range."""
+    rows = _rows({1024: (0.94, 1.50, 1.55, 1.58, 1.60, 1.65, 1.70), 2048: (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.2)})
+    text = ddp.scaling_summary(rows)["text"]
+    assert ("batch 1024: median 1.58×, interquartile 1.52–1.62×, all 0.94–1.70×; faster in 6 of 7 repeats, slower in 1 "
+            "of 7\n    verdict: no clear difference: the median says faster, but the verdict asks all 7 repeats to be "
+            "faster and 1 was not (the lowest 0.940×, not above 1.03×)") in text
+    assert ("batch 2048: median 0.80×, interquartile 0.65–0.93×, all 0.50–1.20×; faster in 1 of 7 repeats, slower in 6 "
+            "of 7\n    verdict: no clear difference: the median says slower, but the verdict asks all 7 repeats to be "
+            "slower and 1 was not (the highest 1.200×, not below 0.97×)") in text
+    assert "the verdict calls a batch faster (or slower) only when every repeat is" in text
 
 
 def test_the_summary_names_what_besides_the_all_reduce_does_not_split_and_what_above_ideal_can_be():
@@ -296,6 +315,7 @@ def test_measure_scaling_pairs_repeats_and_counts_every_gradient_byte():
         assert len(r["speedups"]) == 2 and r["speedup_min"] <= r["speedup"] <= r["speedup_max"]
         assert r["allreduce_bytes_per_step"] == 4 * n_params and r["allreduce_s"] > 0
         assert r["step_s_1"] > 0 and r["step_s_n"] > 0
+        assert r["gloo"] is None or r["gloo"]["threads"] == 2 * r["gloo"]["devices"]  # two per network device
 
 
 def test_equivalence_variants_share_one_launch_and_cpu_syncbatchnorm_is_refused_in_ddps_words():
@@ -316,6 +336,25 @@ def test_accumulation_with_no_sync_all_reduces_once_and_reaches_the_same_step():
     assert ns["buckets_per_backward"] == 1
     assert ns["allreduce_calls_plain"] == 3 * ns["buckets_per_backward"]
     assert ns["allreduce_calls_no_sync"] == ns["buckets_per_backward"] and ns["max_abs_diff"] < 1e-6
+
+
+def test_dividing_each_micro_batch_mean_by_their_number_is_the_whole_mean_only_for_equal_sizes():
+    """The recipe's comment: mean loss / number of micro-batches adds up to the mean over all samples iff equal sizes."""
+    import torch
+    torch.manual_seed(0)
+    w, x, y = torch.randn(4, requires_grad=True), torch.randn(12, 4), torch.randn(12)
+
+    def grad(parts, weights):
+        w.grad = None
+        for (a, b), c in zip(parts, weights):
+            (((x[a:b] @ w - y[a:b]) ** 2).mean() * c).backward()
+        return w.grad.clone()
+
+    whole = grad([(0, 12)], [1.0])
+    equal, unequal = [(0, 4), (4, 8), (8, 12)], [(0, 2), (2, 4), (4, 12)]
+    assert torch.allclose(grad(equal, [1 / 3] * 3), whole)
+    assert not torch.allclose(grad(unequal, [1 / 3] * 3), whole)
+    assert torch.allclose(grad(unequal, [(b - a) / 12 for a, b in unequal]), whole)  # weighted by its share
 
 
 def test_no_sync_counts_buckets_after_ddp_rebuilds_them_on_a_model_over_one_mib():

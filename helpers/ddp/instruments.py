@@ -16,7 +16,7 @@ from ..dist.throughput import BucketCounter, rank_share
 from .recipe import accumulate_with_no_sync, ddp_wrap
 
 __all__ = ["sampler_indices", "format_sampler_table", "equivalence_worker", "run_ddp_equivalence_check",
-           "run_ddp_equivalence_checks", "no_sync_worker", "pinned_copy_speed", "throughput_table"]
+           "run_ddp_equivalence_checks", "no_sync_worker", "pinned_copy_speed", "throughput_table", "gloo_worker_threads"]
 
 
 def sampler_indices(n: int = 10, world_size: int = 4, shuffle: bool = False, epoch: int = 0,
@@ -35,6 +35,23 @@ def sampler_indices(n: int = 10, world_size: int = 4, shuffle: bool = False, epo
         s.set_epoch(epoch)
         out.append(list(s))
     return out
+
+
+def gloo_worker_threads() -> dict | None:
+    """Called in a rank: the worker threads and network devices of its default group's gloo backend, else None (03).
+
+    Read from the backend's own options (``_threads``, ``_devices``): gloo's default options give it two
+    worker threads per network device (``Options::create_default`` in ProcessGroupGloo.cpp).
+    """
+    import torch.distributed as dist
+    group = dist.distributed_c10d._get_default_group()
+    if "gloo" not in str(dist.get_backend(group)):
+        return None
+    try:  # private bindings (torch 2.14 has them): None where a version lacks them
+        opts = group._get_backend(torch.device("cpu")).options
+        return {"threads": opts._threads, "devices": len(opts._devices)}
+    except (AttributeError, RuntimeError):
+        return None
 
 
 def format_sampler_table(parts: list[list[int]]) -> str:

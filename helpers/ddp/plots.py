@@ -32,7 +32,11 @@ def plot_scaling(rows: list[dict], label: str = "") -> Figure | None:
     ideal = compute_only_ideal(rows)
     if ideal:  # where the share B/N was timed: 1 process's step at B over its step at B/N
         ax[1].plot(list(ideal), list(ideal.values()), "D", color="C2", mfc="none", ms=8,
-                   label=f"compute-only ideal: 1 process's step at B / at B/{n}")
+                   label=f"compute-only ideal: 1 process's step at B / at B/{n}\n(above {n}× where 1 process "
+                         f"is slower per sample at B than at B/{n})")
+        for b, v in ideal.items():  # each marker named on the figure too, with its value
+            ax[1].annotate(f"ideal {v:.2f}×", (b, v), xytext=(-8, 0), textcoords="offset points", ha="right",
+                           va="center", fontsize=8, color="C2")
     ax[1].axhline(1, color="black", lw=0.8, ls="--", label="1× (no gain)")
     ax[1].axhline(n, color="gray", ls=":", label=f"{n}× (ideal if 1 process's time per sample did not change)")
     ax[0].set(ylabel="samples / s", title="throughput, median of each side\n(their ratio is not the median speedup)")
@@ -46,7 +50,7 @@ def plot_scaling(rows: list[dict], label: str = "") -> Figure | None:
         a.set_xlabel("global batch (samples per step)")
         a.set_ylim(bottom=0)
         a.grid(alpha=0.3)
-        a.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=8, ncol=1 if a is ax[1] else 2,
-                 frameon=False)
+        a.legend(loc="upper center", bbox_to_anchor=(0.5, 0), borderaxespad=4.5, fontsize=8,  # pad in font sizes:
+                 ncol=1 if a is ax[1] else 2, frameon=False)  # below the tick labels and axis label at any axes height
     ax[1].title.set_fontsize(10)
     return finish(fig, label)

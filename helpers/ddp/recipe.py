@@ -46,7 +46,9 @@ def accumulate_with_no_sync(model: DDP, optimizer: torch.optim.Optimizer, micro_
     for i, (x, y) in enumerate(micro_batches):
         last = i == len(micro_batches) - 1
         with nullcontext() if last else model.no_sync():  # no all-reduce before the last micro-batch
-            loss = nn.functional.cross_entropy(model(x), y) / len(micro_batches)  # the mean over all of them
+            # mean loss / number of micro-batches: the gradients add up to those of the mean over all
+            # samples only when the micro-batches are equal in size (else weight each by its share)
+            loss = nn.functional.cross_entropy(model(x), y) / len(micro_batches)
             loss.backward()
     optimizer.step()
 

@@ -19,6 +19,7 @@ from ..core.models import DigitsCNN
 from ..dist.launcher import launch
 from ..dist.ranks import agree, local_device
 from ..dist.throughput import BucketCounter, rank_share
+from .instruments import gloo_worker_threads
 from .recipe import ddp_wrap
 
 __all__ = ["scaling_worker", "measure_scaling", "scaling_summary", "scaling_table"]
@@ -92,7 +93,8 @@ def scaling_worker(rank: int, world_size: int, batches: list[int], repeats: int,
         torch.cuda.synchronize(device)
     allreduce_s = agree((time.perf_counter() - t0) / 20, "max")
     return {"batches": list(batches), "steps": steps, "times": {f"{n}x{gb}": v for (n, gb), v in times.items()},
-            "world_size": world_size, "counts": {str(gb): c for gb, c in counts.items()}, "allreduce_s": allreduce_s}
+            "world_size": world_size, "counts": {str(gb): c for gb, c in counts.items()}, "allreduce_s": allreduce_s,
+            "gloo": gloo_worker_threads()}
 
 
 def measure_scaling(nprocs: int = 2, batches: tuple[int, ...] = (64, 256, 1024, 2048), repeats: int = 5,
@@ -118,7 +120,7 @@ def measure_scaling(nprocs: int = 2, batches: tuple[int, ...] = (64, 256, 1024, 
                      "speedups": speedups, "speedup": statistics.median(speedups),
                      "speedup_min": speedups[0], "speedup_max": speedups[-1],
                      "allreduce_bytes_per_step": res["counts"][str(gb)][0],
-                     "buckets_per_step": res["counts"][str(gb)][1], "allreduce_s": res["allreduce_s"]})
+                     "buckets_per_step": res["counts"][str(gb)][1], "allreduce_s": res["allreduce_s"], "gloo": res["gloo"]})
     return rows
 
 
@@ -132,8 +134,9 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
     """What the measured speedups say, in sentences generated from them (03): for the text and the plot title.
 
     Per batch: N processes faster than 1 in every repeat (the lowest repeat above ``1 + margin``), slower in
-    every repeat (the highest below ``1 / (1 + margin)``), or no clear difference. Between batches: every pair
-    (not only neighbours) whose ranges of repeats do not overlap, the others named as not told apart.
+    every repeat (the highest below ``1 / (1 + margin)``), or no clear difference, printed beside how many repeats
+    were faster and slower, the interquartile range, and why a median that says faster got no such verdict.
+    Between batches: every pair (not only neighbours) whose ranges of repeats do not overlap, the others named.
     """
     by = {r["global_batch"]: r for r in rows}
     batches = sorted(by)
@@ -147,15 +150,12 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
         return "slower" if by[b]["speedup_max"] < 1 / (1 + margin) else "unclear"
 
     groups = {v: [b for b in batches if verdict(b) == v] for v in ("faster", "slower", "unclear")}
-    said = {"faster": f"{n} processes faster than 1 in every repeat",
-            "slower": f"{n} processes slower than 1 in every repeat",
-            "unclear": f"no clear difference, the range comes within {100 * margin:.0f} % of 1×",
-            "includes": "no clear difference, the range includes 1×"}
-    lines = [f"Speedup of {n} processes over 1, per global batch (median of {reps} repeats, range of the repeats):"]
+    lines = [f"Speedup of {n} processes over 1, per global batch, from {reps} repeats: the median, the interquartile "
+             f"range (the middle half of the repeats), all (lowest–highest).",
+             f"A repeat counts as faster above {1 + margin:.2f}×, slower below {1 / (1 + margin):.2f}×; the verdict calls "
+             f"a batch faster (or slower) only when every repeat is."]
     for b in batches:
-        r = by[b]
-        lines.append(f"  batch {b}: {r['speedup']:.2f}× ({r['speedup_min']:.2f}–{r['speedup_max']:.2f}×): "
-                     f"{said['includes' if r['speedup_min'] <= 1 <= r['speedup_max'] else verdict(b)]}")
+        lines += _batch_lines(by[b], verdict(b), margin)
     apart, close = {}, []
     for i, a in enumerate(batches):
         for b in batches[i + 1:]:
@@ -217,6 +217,25 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
                      f"parts, so it cannot say how much of the all-reduce a step pays.")
     return {"best": best, "worst": worst, "verdicts": {b: verdict(b) for b in batches}, "trend": trend,
             "title": title, "ideal": ideal, "text": "\n".join(lines)}
+
+
+def _batch_lines(r: dict, verdict: str, margin: float) -> list[str]:
+    """One batch: median, interquartile range and range of the repeats, how many were faster, the verdict and why (03)."""
+    s, med, n = r["speedups"], r["speedup"], r["processes"]
+    q1, _, q3 = statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else s * 3
+    up, down, k = sum(x > 1 + margin for x in s), sum(x < 1 / (1 + margin) for x in s), len(s)
+    head = (f"  batch {r['global_batch']}: median {med:.2f}×, interquartile {q1:.2f}–{q3:.2f}×, all {r['speedup_min']:.2f}–"
+            f"{r['speedup_max']:.2f}×; faster in {up} of {k} repeats, slower in {down} of {k}")
+    if verdict != "unclear":
+        return [head, f"    verdict: {n} processes {verdict} than 1 in every repeat"]
+    if med > 1 + margin or med < 1 / (1 + margin):
+        way, odd, edge = ("faster", k - up, f"the lowest {r['speedup_min']:.3f}×, not above {1 + margin:.2f}×") \
+            if med > 1 else ("slower", k - down, f"the highest {r['speedup_max']:.3f}×, not below {1 / (1 + margin):.2f}×")
+        why = (f"the median says {way}, but the verdict asks all {k} repeats to be {way} and {odd} "
+               f"{'was' if odd == 1 else 'were'} not ({edge})")
+    else:
+        why = f"the median is within {100 * margin:.0f} % of 1×"
+    return [head, f"    verdict: no clear difference: {why}"]
 
 
 def compute_only_ideal(rows: list[dict]) -> dict:
