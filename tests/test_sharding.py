@@ -224,22 +224,138 @@ def test_zero1_partition_exercise_refuses_plausible_wrong_answers(wrong):
     assert not ok, wrong.__name__
 
 
+# --- exercises 1 and 2: sizing a cluster from section 1's tables ---------------------------------------------------
+
+_WHOLE_SHARDED = {("ddp", "amp"): (16, 0), ("zero1", "amp"): (8, 8), ("zero2", "amp"): (4, 12), ("zero3", "amp"): (0, 16),
+                  ("ddp", "deepspeed"): (16, 0), ("zero1", "deepspeed"): (4, 12), ("zero2", "deepspeed"): (2, 14),
+                  ("zero3", "deepspeed"): (0, 16)}   # bytes per parameter left whole, bytes divided by N (section 1)
+
+
+def _fewest(params, gpu_gb, strategy, precision, whole_sharded=_WHOLE_SHARDED, unit=1e9):
+    whole, sharded = whole_sharded[(strategy, precision)]
+    room = gpu_gb * unit - whole * params
+    if room < 0 or (room == 0 and sharded):
+        return None
+    return max(1, math.ceil(sharded * params / room)) if sharded else 1
+
+
+def _largest(gpu_gb, world_size, strategy, precision, whole_sharded=_WHOLE_SHARDED, unit=1e9):
+    whole, sharded = whole_sharded[(strategy, precision)]
+    return int(gpu_gb * unit / (whole + sharded / world_size))
+
+
+def test_the_sizing_exercises_accept_the_arithmetic():
+    assert verify("09.fewest_gpus", _fewest)[0]
+    assert verify("09.largest_params", _largest)[0]
+
+
+_EVERYTHING_DIVIDED = {k: (0, 16) for k in _WHOLE_SHARDED}                                 # 16Ψ/N whatever the strategy
+_FP16_EVERYWHERE = {(s, p): _WHOLE_SHARDED[(s, "deepspeed")] for s, p in _WHOLE_SHARDED}   # DeepSpeed's for autocast
+
+
+def _fewest_all_divided(params, gpu_gb, strategy, precision):
+    return _fewest(params, gpu_gb, strategy, precision, _EVERYTHING_DIVIDED)
+
+
+def _fewest_wrong_accounting(params, gpu_gb, strategy, precision):
+    return _fewest(params, gpu_gb, strategy, precision, _FP16_EVERYWHERE)
+
+
+def _fewest_in_gib(params, gpu_gb, strategy, precision):
+    return _fewest(params, gpu_gb, strategy, precision, unit=2**30)
+
+
+def _fewest_never_none(params, gpu_gb, strategy, precision):   # "add GPUs until it fits", capped
+    return _fewest(params, gpu_gb, strategy, precision) or 10**6
+
+
+def _fewest_through_the_calculator(params, gpu_gb, strategy, precision):
+    from helpers.sharding import memory_per_rank
+    for n in range(1, 4097):
+        m = memory_per_rank(params, n, strategy, precision)
+        if m["total"] - m["gathered"] <= gpu_gb * 1e9:
+            return n
+    return None
+
+
+def _fewest_through_a_module_attribute(params, gpu_gb, strategy, precision):
+    import helpers.sharding.recipe as r
+    r.memory_per_rank(params, 1, strategy, precision)     # reached by another name: still the calculator
+    return _fewest(params, gpu_gb, strategy, precision)
+
+
+_FEWEST_TABLE = {(13 * 10**9, 80, "zero3", "amp"): 3, (13 * 10**9, 80, "zero1", "amp"): None,
+                 (13 * 10**9, 80, "zero1", "deepspeed"): 6, (7 * 10**9, 80, "ddp", "amp"): None}
+
+
+def _fewest_table(params, gpu_gb, strategy, precision):   # right on the cases a student would try, 8 otherwise
+    return _FEWEST_TABLE.get((params, gpu_gb, strategy, precision), 8)
+
+
+def _largest_all_divided(gpu_gb, world_size, strategy, precision):
+    return _largest(gpu_gb, world_size, strategy, precision, _EVERYTHING_DIVIDED)
+
+
+def _largest_wrong_accounting(gpu_gb, world_size, strategy, precision):
+    return _largest(gpu_gb, world_size, strategy, precision, _FP16_EVERYWHERE)
+
+
+def _largest_in_gib(gpu_gb, world_size, strategy, precision):
+    return _largest(gpu_gb, world_size, strategy, precision, unit=2**30)
+
+
+def _largest_through_the_calculator(gpu_gb, world_size, strategy, precision):
+    from helpers.sharding import memory_per_rank
+    per = memory_per_rank(10**9, world_size, strategy, precision)["total"] / 10**9
+    return int(gpu_gb * 1e9 / per)
+
+
+def _largest_table(gpu_gb, world_size, strategy, precision):
+    return {(80, 8, "zero3", "amp"): 40 * 10**9}.get((gpu_gb, world_size, strategy, precision), 10**9)
+
+
 @pytest.mark.parametrize("exercise, wrong", [
-    ("09.replica_gb_13b", 234),         # autocast's bf16 weight copies added: not what section 1's table counts
-    ("09.replica_gb_13b", 26),          # the bf16 copies alone
-    ("09.replica_gb_13b", 104),         # the fp32 weights and gradients only
-    ("09.zero3_gb_13b_32", 7.3125),     # DeepSpeed's estimator, 18Ψ/N: its extra fp32 gradient copy
-    ("09.zero3_gb_13b_32", 56.875),     # ZeRO-1 in DeepSpeed's accounting: weights and gradients left whole
-    ("09.zero3_gb_13b_32", 3.25),       # Adam's state alone
-    ("09.zero3_gb_13b_32", 13),         # 16 GPUs (the old question): also the model's size in billions
-    ("09.zero3_gb_13b_32", 26),         # 2 B × Ψ: the bf16 weights alone, unsharded
+    ("09.fewest_gpus", _fewest_all_divided), ("09.fewest_gpus", _fewest_wrong_accounting),
+    ("09.fewest_gpus", _fewest_in_gib), ("09.fewest_gpus", _fewest_never_none),
+    ("09.fewest_gpus", _fewest_through_the_calculator), ("09.fewest_gpus", _fewest_through_a_module_attribute),
+    ("09.fewest_gpus", _fewest_table),
+    ("09.largest_params", _largest_all_divided), ("09.largest_params", _largest_wrong_accounting),
+    ("09.largest_params", _largest_in_gib), ("09.largest_params", _largest_through_the_calculator),
+    ("09.largest_params", _largest_table),
 ])
-def test_the_gb_exercises_refuse_plausible_wrong_answers_without_saying_the_answer_is_whole(exercise, wrong):
+def test_the_sizing_exercises_refuse_plausible_wrong_answers(exercise, wrong):
+    assert _fewest(13 * 10**9, 80, "zero1", "deepspeed") == _FEWEST_TABLE[(13 * 10**9, 80, "zero1", "deepspeed")]
     ok, msg = verify(exercise, wrong)
-    assert not ok, (exercise, wrong)
-    assert "whole" not in msg           # "expected a whole number" would tell which answers to drop
+    assert not ok, (exercise, wrong.__name__)
 
 
-def test_the_gb_exercises_accept_the_answer_as_int_or_float():
-    assert verify("09.replica_gb_13b", 16 * 13)[0] and verify("09.replica_gb_13b", 208.0)[0]
-    assert verify("09.zero3_gb_13b_32", 16 * 13 / 32)[0] and verify("09.zero3_gb_13b_32", 6.5)[0]
+def test_the_calculator_is_refused_by_name_in_the_message():
+    ok, msg = verify("09.fewest_gpus", _fewest_through_the_calculator)
+    assert not ok and "memory_per_rank" in msg
+    from helpers.sharding import memory_per_rank
+    assert memory_per_rank(1000)["total"] == 16000          # and it works again after the check
+
+
+def test_the_step_prediction_names_its_parts_by_what_was_measured():
+    """The strategy's own cost is its step less the plain model's step (one process), not the plain step's rest."""
+    from helpers.sharding import plain_rest
+    from helpers.sharding.strategies import _predicted_parts
+    c = {"fb_local_s": 0.010, "fb_full_s": 0.020, "adam_s": 0.005, "plain_local_s": 0.018, "plain_full_s": 0.030}
+    assert plain_rest("ddp", c) == pytest.approx(0.003) and plain_rest("tp", c) == pytest.approx(0.005)
+    link = {"all_reduce": (0.0, 0.0)}
+    parts = _predicted_parts("zero1", 2, c, {"calls": {}, "payload": {}}, link, own=0.002)
+    assert set(parts) == {"own", "plain rest", "compute", "adam", "comm"}
+    assert parts["own"] == 0.002 and parts["plain rest"] == pytest.approx(0.003) and parts["adam"] == pytest.approx(0.0025)
+    worse = dict(c, plain_local_s=0.001)                       # a plain step faster than its parts: counted as 0
+    assert _predicted_parts("ddp", 2, worse, {"calls": {}, "payload": {}}, link, own=0.0)["plain rest"] == 0.0
+
+
+def test_one_process_step_is_the_sum_of_its_measured_parts():
+    """On one process the parts add up to the measured step by construction (own = step − plain step), plus the
+    α of any collective a one-rank group still calls."""
+    rows = run_sharding(world_sizes=(1,), strategies=("ddp", "tp"), layers=2, width=32, batch=8, repeats=2)
+    for r in rows:
+        c, parts = r["compute"], r["predicted_parts"]
+        assert r["own_raw_s"] == pytest.approx(r["step_s"] - c["plain_full_s"])
+        if r["own_raw_s"] >= 0 and r["plain_rest_raw_s"] >= 0:
+            assert r["predicted_step_s"] == pytest.approx(r["step_s"] + parts["comm"], rel=1e-9)

@@ -27,7 +27,7 @@ from ..dist.ranks import agree, local_device
 from .recipe import make_model, shard_ddp, shard_fsdp2, shard_tp, shard_zero1
 
 __all__ = ["WIRE_FACTOR", "CollectiveBytes", "local_tensor", "rank_bytes", "ddp_bucket_bytes", "GatheredPeak", "synthetic_regression", "train_step",
-           "reference_parameters", "full_parameters", "fit_link", "comm_seconds", "FAMILY", "BUILDERS", "best_time"]
+           "reference_parameters", "full_parameters", "fit_link", "comm_seconds", "FAMILY", "BUILDERS", "plain_rest", "best_time"]
 
 # the share of a collective's payload each rank sends with ring algorithms, times (N - 1)/N
 WIRE_FACTOR = {"allreduce_": 2, "all_reduce": 2, "_allgather_base_": 1, "allgather_": 1, "all_gather_into_tensor": 1,
@@ -186,6 +186,17 @@ def reference_parameters(layers: int, width: int, batch: int, steps: int, lr: fl
 def full_parameters(model: nn.Module) -> list[torch.Tensor]:
     """Every parameter whole on the CPU: DTensors gathered with ``full_tensor()`` (a collective: all ranks call it) (09)."""
     return [(p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu().clone() for p in model.parameters()]
+
+
+def plain_rest(s: str, compute: dict) -> float:
+    """A plain model's training step less its forward and backward and Adam's step timed apart (09).
+
+    Measured on this world size's ranks at once, on the batch the strategy trains on: the rank's share
+    for the data-parallel strategies, the whole batch for tensor parallelism. No strategy is involved.
+    """
+    if s == "tp":
+        return compute["plain_full_s"] - compute["fb_full_s"] - compute["adam_s"]
+    return compute["plain_local_s"] - compute["fb_local_s"] - compute["adam_s"]
 
 
 def best_time(fn: Callable[[], object], repeats: int, inner: int = 1) -> float:

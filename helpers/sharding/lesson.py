@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import random
+import sys
 from typing import Callable
 
 from ..core.checks import Exercise
 from ..dist.launcher import describe_launch
-from .recipe import model_parameters
+from .recipe import BYTES_PER_PARAM, SHARDED, memory_per_rank, model_parameters
 from .strategies import run_sharding, run_tp_block
 
 
@@ -60,17 +61,136 @@ def _partition_behaviour(fn: Callable) -> str | None:
     return None
 
 
+_SIZING = (("ddp", "zero1", "zero2", "zero3"), ("amp", "deepspeed"))
+
+
+def _per_param(strategy: str, precision: str) -> tuple[int, list[int]]:
+    """The check's copy of section 1's tables: bytes per parameter left whole, and those of each sharded part (09)."""
+    whole, sharded = 0, []
+    for part, per in zip(("params", "grads", "optim"), BYTES_PER_PARAM[(precision, "adam")]):
+        if part in SHARDED[strategy]:
+            sharded.append(per)
+        else:
+            whole += per
+    return whole, sharded
+
+
+def _state_bytes(params: int, n: int, strategy: str, precision: str) -> int:
+    """One GPU's parameters, gradients and Adam state as the calculator counts them, from Ψ (09)."""
+    whole, sharded = _per_param(strategy, precision)
+    return whole * params + sum(-(-per * params // n) for per in sharded)
+
+
+def _fewest_rule(params: int, gpu_gb: float, strategy: str, precision: str) -> int | None:
+    """The fewest GPUs whose per-GPU state fits in ``gpu_gb`` × 10⁹ bytes; None when no number of GPUs does (09)."""
+    cap = gpu_gb * 10**9
+    if _state_bytes(params, 10**15, strategy, precision) > cap:   # as many GPUs as you like: the whole parts alone
+        return None
+    lo, hi = 1, 1
+    while _state_bytes(params, hi, strategy, precision) > cap:
+        hi *= 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if _state_bytes(params, mid, strategy, precision) <= cap else (mid + 1, hi)
+    return lo
+
+
+def _largest_rule(gpu_gb: float, n: int, strategy: str, precision: str) -> int:
+    """The most parameters whose per-GPU state fits in ``gpu_gb`` × 10⁹ bytes on ``n`` GPUs (09)."""
+    cap = gpu_gb * 10**9
+    whole, sharded = _per_param(strategy, precision)
+    psi = int(cap / (whole + sum(sharded) / n)) + 2
+    while _state_bytes(psi, n, strategy, precision) > cap:
+        psi -= 1
+    return psi
+
+
+def _sizing_cases(with_n: bool) -> list[tuple]:
+    """Every strategy in both accountings, fresh sizes at every check (a table cannot pass), some that no N fits (09)."""
+    rnd = random.Random()
+    strategies, precisions = _SIZING
+    cases = []
+    for s in strategies:
+        for p in precisions:
+            for _ in range(3):
+                gb = rnd.choice((16, 24, 40, 48, 80, 94, 141, 192)) + rnd.choice((0, 0.5))
+                if with_n:
+                    cases.append((gb, rnd.choice((1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 100, 256)), s, p))
+                else:
+                    cases.append((int(gb * 10**9 / rnd.uniform(2, 40)) + rnd.randint(1, 999), gb, s, p))
+    if not with_n:   # where 10⁹ and 2³⁰ bytes a GB give different answers
+        cases += [(5_200_000_000, 80, "ddp", "amp"), (10_400_000_000, 80, "zero1", "deepspeed"),
+                  (20_500_000_000, 80, "zero3", "amp"), (3_100_000_000, 40, "zero2", "amp"),
+                  (15_100_000_000, 80, "zero2", "amp"), (9_300_000_000, 80, "zero1", "amp")]  # and fp32 against fp16
+    rnd.shuffle(cases)
+    return cases
+
+
+def _calculator_called(fn: Callable, *args) -> tuple[object, bool]:
+    """``fn(*args)`` and whether it reached the course's calculator (memory_per_rank) by any name (09)."""
+    code = memory_per_rank.__code__
+    called = []
+    old = sys.getprofile()
+
+    def watch(frame, event, arg):  # noqa: ANN001 (sys.setprofile's signature)
+        if event == "call" and frame.f_code is code:
+            called.append(1)
+
+    sys.setprofile(watch)
+    try:
+        got = fn(*args)
+    finally:
+        sys.setprofile(old)
+    return got, bool(called)
+
+
+def _sizing_behaviour(fn: Callable, name: str, rule: Callable, with_n: bool) -> str | None:
+    """The student's sizing function against the rule on fresh cases; the calculator refused inside it (09)."""
+    for case in _sizing_cases(with_n):
+        want = rule(*case)
+        args = ", ".join(repr(a) for a in case)
+        try:
+            got, called = _calculator_called(fn, *case)
+        except Exception as e:  # noqa: BLE001 (a student's bug, reported in words)
+            return f"your function raised {type(e).__name__}: {e} for {name}({args})"
+        if called:
+            return (f"{name} calls the course's calculator (memory_per_rank): the exercise is to do its arithmetic "
+                    "yourself, from section 1's tables")
+        wrong = (f"{name}({args}) returned {got!r}: not the most parameters whose state fits" if with_n else
+                 f"{name}({args}) returned {got!r}: not the fewest GPUs whose state fits (None where no number does)")
+        if want is None or got is None:
+            if got != want:
+                return wrong
+            continue
+        if isinstance(got, bool) or not isinstance(got, (int, float)) or got != got:
+            return f"{name}({args}) returned {got!r}: return a number" + ("" if with_n else " (or None)")
+        if (abs(got - want) > 1e-6 * want) if with_n else got != want:
+            return wrong
+    return None
+
+
+def _fewest_behaviour(fn: Callable) -> str | None:
+    """The student's ``fewest_gpus(params, gpu_gb, strategy, precision)`` against the rule (09)."""
+    return _sizing_behaviour(fn, "fewest_gpus", _fewest_rule, with_n=False)
+
+
+def _largest_behaviour(fn: Callable) -> str | None:
+    """The student's ``largest_params(gpu_gb, world_size, strategy, precision)`` against the rule (09)."""
+    return _sizing_behaviour(fn, "largest_params", _largest_rule, with_n=True)
+
+
 EXERCISES = [
-    Exercise("09.replica_gb_13b", "number", digits=3, digest="b2b31f2bb4f464b76a5e9e8f2c3280d22d62cf33716082628b15ec9b642f8b9d",
-             hint="Section 1's table: what do parameters, gradients and Adam's state cost per parameter under each "
-                  "accounting, and what does DDP divide? (answer in GB, 10⁹ bytes)",
-             why="16 bytes per parameter under either accounting, before a single activation: no single GPU holds a "
-                 "13B model's training state."),
-    Exercise("09.zero3_gb_13b_32", "number", digits=3, digest="b9921cc5b743522f2862a9234e1482ef75cb77a7c745c0ac05135325c138cf0a",
-             hint="Which of the three parts does ZeRO-3 shard? (answer in GB)",
-             why="The same under either accounting. Sharded 32 ways the state leaves most of a 40 GB GPU for "
-                 "the gathered layers and activations; ZeRO-1 alone would leave the weights and gradients whole on "
-                 "every GPU: 52 GB in DeepSpeed's fp16 accounting, 104 GB in PyTorch's fp32 one."),
+    Exercise("09.fewest_gpus", "code", behaviour=_fewest_behaviour,
+             hint="Section 1's tables: which bytes per parameter does this strategy leave whole on every GPU, in this "
+                  "accounting, and which does it divide by N? Can adding GPUs ever shrink the whole part?",
+             why="ZeRO-3 fits any model given enough GPUs; DDP, ZeRO-1 and ZeRO-2 stop where the parts they keep "
+                 "whole fill the GPU alone, and PyTorch's fp32 weights and gradients reach that limit before "
+                 "DeepSpeed's fp16 ones."),
+    Exercise("09.largest_params", "code", behaviour=_largest_behaviour,
+             hint="One GPU holds (bytes left whole + bytes sharded ÷ N) per parameter: how many parameters fit in "
+                  "gpu_gb × 10⁹ bytes?",
+             why="The same arithmetic read the other way: the memory a strategy leaves per parameter sets the largest "
+                 "model a cluster can train, before activations."),
     Exercise("09.zero1_partition", "code", behaviour=_partition_behaviour,
              hint="Read ZeroRedundancyOptimizer._partition_parameters in torch/distributed/optim/"
                   "zero_redundancy_optimizer.py: in which order does it take the tensors, and how does it pick the rank "

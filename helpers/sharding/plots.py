@@ -54,8 +54,9 @@ def plot_memory(rows: list[dict], label: str = "") -> Figure | None:
 def plot_step_times(rows: list[dict], label: str = "") -> Figure | None:
     """Measured step time of each strategy on N > 1 ranks beside the prediction (09).
 
-    One process is where each strategy's overhead is measured, so its prediction is exact by
-    construction and not shown.
+    One process is where each strategy's own cost is measured (its step less the plain model's), so its
+    prediction is its measured step by construction (but for a negative part counted as 0, and the α of any
+    collective a one-rank group still calls) and not shown.
     """
     timed = [r for r in rows if r.get("step_s") and r["world_size"] > 1]
     names = [f"{NAMES.get(r['strategy'], r['strategy'])}\nN={r['world_size']}" for r in timed]

@@ -47,7 +47,7 @@ STRATEGIES = tuple(SHARDED)
 INTERCONNECTS = {
     "gloo, 2-core CPU (measured)": (3.3e-4, 1 / 1.15e9),  # bench_collectives on the course's reference machine
     "PCIe 4.0 x16": (1e-5, 1 / 20e9),             # assumed 20 GB/s
-    "NVLink 4 (H100 SXM)": (1e-5, 1 / 400e9),     # assumed 400 GB/s; rated 900 GB/s both directions (nvidia.com/h100)
+    "NVLink 4 (H100 SXM)": (1e-5, 1 / 400e9),     # assumed 400 GB/s; rated 900 GB/s bidirectional per GPU (nvidia.com hopper-architecture)
     "InfiniBand NDR 400 Gb/s": (2e-5, 1 / 45e9),  # assumed 45 GB/s; the name's 400 Gb/s is 50 GB/s per port
     "Ethernet 100 Gb/s": (3e-5, 1 / 11e9),        # assumed 11 GB/s; the name's 100 Gb/s is 12.5 GB/s
 }

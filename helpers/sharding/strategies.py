@@ -21,23 +21,29 @@ from ..core.measure import max_abs_diff
 from ..dist.launcher import launch
 from ..dist.ranks import choose_backend, local_device
 from .instruments import (BUILDERS, CollectiveBytes, GatheredPeak, best_time, comm_seconds, ddp_bucket_bytes, fit_link,
-                          full_parameters, local_tensor, rank_bytes, reference_parameters, synthetic_regression, train_step)
+                          full_parameters, local_tensor, plain_rest, rank_bytes, reference_parameters, synthetic_regression, train_step)
 from .recipe import make_model, memory_per_rank, model_parameters, shard_ddp, shard_tp
 
 __all__ = ["sharding_worker", "run_sharding", "tp_block_worker", "run_tp_block"]
 
 
 def _compute_times(layers: int, width: int, xs: torch.Tensor, ys: torch.Tensor, x: torch.Tensor, repeats: int) -> dict:
-    """Seconds of the work no strategy changes, timed on every rank at once (so contention is included)."""
+    """Seconds of the work no strategy changes, timed on every rank at once (so contention is included): the plain
+    model's forward and backward (on the rank's share and on the whole batch), Adam's step, and the plain model's
+    whole training step (``train_step``, no wrapper) on the share and on the whole batch."""
     model = make_model(layers, width).to(xs.device)
     opt = torch.optim.Adam(model.parameters())
+    y = ys.new_zeros(x.shape)
 
     def fb(inp: torch.Tensor, target: torch.Tensor) -> None:
         model.zero_grad(set_to_none=True)
         nn.functional.mse_loss(model(inp), target).backward()
 
-    out = {"fb_local_s": best_time(lambda: fb(xs, ys), repeats), "fb_full_s": best_time(lambda: fb(x, ys.new_zeros(x.shape)), repeats)}
+    out = {"fb_local_s": best_time(lambda: fb(xs, ys), repeats), "fb_full_s": best_time(lambda: fb(x, y), repeats)}
     out["adam_s"] = best_time(opt.step, repeats)
+    out["plain_local_s"] = best_time(lambda: train_step(model, opt, xs, ys), repeats)
+    out["plain_full_s"] = (out["plain_local_s"] if x.shape == xs.shape
+                           else best_time(lambda: train_step(model, opt, x, y), repeats))
     return out
 
 
@@ -98,13 +104,18 @@ def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layer
     return out
 
 
-def _predicted_parts(s: str, n: int, compute: dict, comm: dict, link: dict, overhead: float) -> dict[str, float]:
-    """Compute no strategy changes (TP: the one-process forward and backward ÷ N), the optimizer's share, α–β
-    communication per collective, and the framework's own per-step cost measured on one process
-    (``overhead``); no overlap assumed: the step is their sum (09)."""
+def _predicted_parts(s: str, n: int, compute: dict, comm: dict, link: dict, own: float) -> dict[str, float]:
+    """The step's parts, each measured apart; no overlap assumed: the step is their sum (09).
+
+    ``own``: what the strategy's wrapper adds to a plain step on one process (its step there less the
+    plain model's ``train_step``), carried over to N; ``plain rest``: :func:`plain_rest` on these N ranks
+    (a negative one counted as 0, like ``own``); ``compute``: the plain forward and backward (TP: the
+    whole batch's ÷ N); ``adam``: Adam's step (÷ N when sharded); ``comm``: α–β per collective.
+    """
     fb = compute["fb_full_s"] / n if s == "tp" else compute["fb_local_s"]
     adam = compute["adam_s"] / (1 if s == "ddp" else n)
-    return {"overhead": overhead, "compute": fb, "adam": adam, "comm": comm_seconds(comm, link, n)}
+    return {"own": own, "plain rest": max(0.0, plain_rest(s, compute)), "compute": fb, "adam": adam,
+            "comm": comm_seconds(comm, link, n)}
 
 
 def _parallel_slots() -> int:
@@ -189,10 +200,11 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
     given the model's shapes), bytes_equal_on_all_ranks, max_abs_diff_vs_unsharded (one process, whole
     batch, same steps and precision, on the ranks' kind of device: a GPU under nccl, else the CPU), collectives of one step (calls, payload, wire bytes), DDP's
     buckets (ddp, zero1) and, with ``repeats`` > 0, step_s, predicted_step_s and its predicted_parts
-    (overhead_raw_s: one process's step less its parts timed apart, before a negative one is set to 0). The prediction for
-    N > 1 carries over each strategy's own overhead (hooks, copies, DTensor dispatch: its step time on
-    one process less the plain model's compute there), so give ``world_sizes`` starting with 1 to
-    include it. World sizes with more ranks than cores (or GPUs) are not timed: their processes would take turns.
+    (:func:`_predicted_parts`), compute (the plain model's times on these ranks), plain_rest_raw_s
+    (:func:`plain_rest`) and, from one process, own_raw_s (the strategy's step less the plain model's
+    step there, before a negative one is set to 0). The prediction for N > 1 carries over that one-process
+    ``own``, so give ``world_sizes`` starting with 1 to include it. World sizes with more ranks than cores
+    (or GPUs) are not timed: their processes would take turns.
     """
     world_sizes, strategies = _checked(world_sizes, strategies, layers, width, batch, steps, repeats, lr)
     if precision not in ("fp32", "amp"):
@@ -202,7 +214,7 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
     model = make_model(layers, width)
     refs = {}  # one reference per kind of device the ranks compute on: "cuda" under nccl, "cpu" under gloo
     parts = ("params", "grads", "optim", "gathered")
-    rows, overhead, raw = [], {}, {}
+    rows, own, raw = [], {}, {}
     for n in world_sizes:
         timed = repeats if n <= _parallel_slots() else 0  # more processes than cores: timings say nothing
         res = launch(sharding_worker, n, args=(tuple(strategies), layers, width, batch, steps, timed, lr, precision),
@@ -229,14 +241,14 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
                     row[k] = got[k]
             if timed:
                 row["step_s"] = got["step_s"]
-                if n == 1:
-                    c = r0["compute"]
-                    raw[s] = got["step_s"] - c["fb_full_s"] - c["adam_s"]  # kept as measured, printed in 09
-                    overhead[s] = max(0.0, raw[s])                          # the prediction counts a negative one as 0
+                if n == 1:  # what the wrapper adds to the plain model's step, both on one process
+                    raw[s] = got["step_s"] - r0["compute"]["plain_full_s"]  # kept as measured, printed in 09
+                    own[s] = max(0.0, raw[s])                                # the prediction counts a negative one as 0
                 if s in raw:
-                    row["overhead_raw_s"] = raw[s]
-                row["predicted_parts"] = _predicted_parts(s, n, r0["compute"], got["comm"], r0["link"],
-                                                          overhead.get(s, 0.0))
+                    row["own_raw_s"] = raw[s]
+                row["plain_rest_raw_s"] = plain_rest(s, r0["compute"])
+                row["compute"] = r0["compute"]
+                row["predicted_parts"] = _predicted_parts(s, n, r0["compute"], got["comm"], r0["link"], own.get(s, 0.0))
                 row["predicted_step_s"] = sum(row["predicted_parts"].values())
                 row["link"] = r0["link"]
             rows.append(row)
