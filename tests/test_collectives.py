@@ -50,6 +50,63 @@ def ring_with_batched_p2p(t):
         chunks[recv_i].add_(got)
 
 
+def ring_with_irecv_posted_before_a_blocking_send(t):
+    """A right answer too: the receive is posted (irecv) before the blocking send, so no rank waits on a sender."""
+    import torch.distributed as dist
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)
+    for s in range(n - 1):
+        send_i, recv_i = (rank - s - 1) % n, (rank - s - 2) % n
+        got = torch.empty_like(chunks[recv_i])
+        req = dist.irecv(got, (rank - 1) % n)
+        dist.send(chunks[send_i], (rank + 1) % n)
+        req.wait()
+        chunks[recv_i].add_(got)
+
+
+def ring_with_blocking_send(t):
+    """Wrong: the right schedule and sums, but each step a synchronous dist.send before dist.recv on every rank."""
+    import torch.distributed as dist
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)
+    for s in range(n - 1):
+        send_i, recv_i = (rank - s - 1) % n, (rank - s - 2) % n
+        got = torch.empty_like(chunks[recv_i])
+        dist.send(chunks[send_i], (rank + 1) % n)
+        dist.recv(got, (rank - 1) % n)
+        chunks[recv_i].add_(got)
+
+
+def ring_with_isend_waited_at_once(t):
+    """Wrong: isend, but waited on before the receive: the same as a blocking send."""
+    import torch.distributed as dist
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)
+    for s in range(n - 1):
+        send_i, recv_i = (rank - s - 1) % n, (rank - s - 2) % n
+        got = torch.empty_like(chunks[recv_i])
+        dist.isend(chunks[send_i], (rank + 1) % n).wait()
+        dist.recv(got, (rank - 1) % n)
+        chunks[recv_i].add_(got)
+
+
+def ring_blocking_send_on_even_ranks_first(t):
+    """Wrong: the classic blocking ring without deadlock on some backends: even ranks send first, odd ranks receive first."""
+    import torch.distributed as dist
+    rank, n = dist.get_rank(), dist.get_world_size()
+    chunks = t.view(-1).tensor_split(n)
+    for s in range(n - 1):
+        send_i, recv_i = (rank - s - 1) % n, (rank - s - 2) % n
+        got = torch.empty_like(chunks[recv_i])
+        if rank % 2 == 0:
+            dist.send(chunks[send_i].clone(), (rank + 1) % n)
+            dist.recv(got, (rank - 1) % n)
+        else:
+            dist.recv(got, (rank - 1) % n)
+            dist.send(chunks[send_i].clone(), (rank + 1) % n)
+        chunks[recv_i].add_(got)
+
+
 def plain_all_reduce(t):
     """Wrong: the collective itself; rank r's chunk r is then the full sum, as asked."""
     import torch.distributed as dist
@@ -147,7 +204,7 @@ def naive_ring_whole_tensor(t):
     ring_all_reduce_naive(t)
 
 
-RIGHT = (ring_that_leaves_rank_r_piece_r, ring_with_batched_p2p)
+RIGHT = (ring_that_leaves_rank_r_piece_r, ring_with_batched_p2p, ring_with_irecv_posted_before_a_blocking_send)
 WRONG = {  # each wrong answer, and what the check says about it
     plain_all_reduce: "dist.all_reduce, a collective",
     all_reduce_imported_by_name: "dist.all_reduce, a collective",
@@ -159,7 +216,10 @@ WRONG = {  # each wrong answer, and what the check says about it
     naive_ring_whole_tensor: "is not one chunk summed",
     returns_owned_chunk_only: "sent 0 and received 0 messages",
     ring_cut_by_chunk: "is not one chunk summed",
+    ring_blocking_send_on_even_ranks_first: "rank 0 waited for its send to finish",
 }
+# ring_with_blocking_send and ring_with_isend_waited_at_once deadlock under gloo (its send waits for the receiver),
+# where the stall watch refuses them (test_refusals.py); the rule that refuses them without a deadlock is tested below
 
 
 def judge_every_answer(rank, world_size, fns):
@@ -184,6 +244,31 @@ def test_the_notebooks_check_refuses_all_reduce_and_passes_a_ring():
     ok, msg = verify("08.reduce_scatter", ring_that_leaves_rank_r_piece_r)
     assert ok and msg.startswith("✅"), msg
     assert run_reduce_scatter_check(ring_that_leaves_rank_r_piece_r, nprocs=3, numel=10)["ok"]
+
+
+def test_the_notebooks_check_refuses_blocking_sends_that_do_not_deadlock_here():
+    ok, msg = verify("08.reduce_scatter", ring_blocking_send_on_even_ranks_first)
+    assert not ok and msg.startswith("❌") and "dist.send, or isend(...).wait() before dist.recv" in msg, msg
+
+
+def test_a_send_waited_on_before_its_step_s_receive_is_found_from_the_order_of_events():
+    from helpers.collectives import MessageLog, waited_before_receiving
+    log = MessageLog()
+    log.sent, log.received = [(1, torch.zeros(1))] * 2, [(3, 1)] * 2
+    log.events = [("recv", 0), ("sent", 0), ("recv", 1), ("sent", 1)]    # isend, recv, wait: fine
+    assert waited_before_receiving(log) is None
+    log.events = [("recv", 0), ("sent", 0), ("sent", 1), ("recv", 1)]    # step 2's send finished first
+    assert waited_before_receiving(log) == 1
+    log.events = [("recv", 0), ("recv", 1)]                              # isends never waited on: nothing blocked
+    assert waited_before_receiving(log) is None
+
+
+def test_recv_buffer_keeps_one_buffer_per_size_so_taking_turns_over_sizes_allocates_nothing_new():
+    from helpers.collectives import recv_buffer
+    a, b = torch.zeros(1000), torch.zeros(10)
+    first = recv_buffer(a)
+    assert recv_buffer(b).shape == b.shape and recv_buffer(b) is recv_buffer(b)
+    assert recv_buffer(a) is first   # another size in between did not drop it
 
 
 def test_a_schedule_hard_coded_for_4_ranks_passes_on_4_and_is_refused_by_the_notebooks_check_on_3():

@@ -4,8 +4,9 @@ Comparing the student's result with ``dist.reduce_scatter`` cannot tell a ring f
 (``dist.all_reduce`` gives the same numbers). So each rank runs the student's function under a
 :class:`MessageLog`, which records every point-to-point message it sends and receives and every
 collective it calls, and :func:`judge_ring` checks what a ring reduce-scatter must do: no
-collective; n − 1 messages to the right neighbour and n − 1 from the left; message ``k`` of rank
-``r`` holds one chunk summed over ranks ``r, r − 1, …, r − k`` (what the rank holds after each
+collective; n − 1 messages to the right neighbour and n − 1 from the left; each step's receive
+posted before the rank waits for that step's send to finish (no blocking ``dist.send`` first);
+message ``k`` of rank ``r`` holds one chunk summed over ranks ``r, r − 1, …, r − k`` (what the rank holds after each
 step); and at the end chunk ``r`` of ``t`` holds the sum over all ranks, as ``dist.reduce_scatter``
 gives rank ``r`` piece ``r``.
 """
@@ -26,7 +27,8 @@ from ..dist.launcher import LaunchError, check_importable, launch
 from ..dist.ranks import local_device
 from .stall import StallWatch, gave_up, watch_ranks
 
-__all__ = ["MessageLog", "judge_ring", "reduce_scatter_check_worker", "run_reduce_scatter_check", "CHECK_SIZES", "CHECK_RANKS"]
+__all__ = ["MessageLog", "judge_ring", "waited_before_receiving", "reduce_scatter_check_worker", "run_reduce_scatter_check",
+           "CHECK_SIZES", "CHECK_RANKS"]
 
 _SENDS, _RECVS = ("send", "isend"), ("recv", "irecv")
 _COLLECTIVES = ("all_reduce", "all_reduce_coalesced", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
@@ -70,6 +72,9 @@ class MessageLog:
         self.sent: list[tuple[int | None, torch.Tensor]] = []
         self.received: list[tuple[int | None, int]] = []
         self.collectives: list[str] = []
+        # in call order: ("recv", k) when receive k is posted (recv or irecv called), ("sent", k) when this rank
+        # waited for send k to finish: at the end of dist.send, or when the Work that isend returned is waited on
+        self.events: list[tuple[str, int]] = []
         self._depth = 0  # dist.send calls isend inside: log the outer call only
         self._undo: list[tuple[Any, str, Any]] = []
 
@@ -94,10 +99,20 @@ class MessageLog:
                 return original(*args, **kwargs)
             self._depth += 1
             try:
+                sends, recvs = len(self.sent), len(self.received)
                 self._note(name, args, kwargs)
-                return original(*args, **kwargs)
+                self.events += [("recv", k) for k in range(recvs, len(self.received))]  # posted now
+                result = original(*args, **kwargs)
             finally:
                 self._depth -= 1
+            posted = range(sends, len(self.sent))
+            if name == "send":  # synchronous: it returns once its message is sent
+                self.events += [("sent", k) for k in posted]
+            elif posted and result is not None:  # isend's Work, or batch_isend_irecv's list of them
+                works = result if isinstance(result, list) else [result]
+                wrapped = [_WaitLog(w, self, posted) for w in works]
+                return wrapped if isinstance(result, list) else wrapped[0]
+            return result
         return logged
 
     def __enter__(self) -> MessageLog:
@@ -132,6 +147,37 @@ class MessageLog:
         self._undo.clear()
 
 
+class _WaitLog:
+    """A Work (what isend returns) that notes in its :class:`MessageLog` when it is waited on; else the Work itself."""
+
+    def __init__(self, work: Any, log: MessageLog, sends: range) -> None:
+        self._work, self._log, self._sends = work, log, sends
+
+    def wait(self, *args: Any, **kwargs: Any) -> Any:
+        done = self._work.wait(*args, **kwargs)
+        self._log.events += [("sent", k) for k in self._sends if ("sent", k) not in self._log.events]
+        return done
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._work, name)
+
+
+def waited_before_receiving(log: MessageLog) -> int | None:
+    """The first step ``k`` (from 0) at which this rank waited for its send to finish before posting receive ``k`` (08).
+
+    Such a rank relies on its message being taken before its neighbour has posted a receive; when
+    every rank does it, each waits on a neighbour that is itself waiting to send, a deadlock wherever
+    a send waits for its receiver (``dist.send`` is documented as synchronous; whether it returns
+    before the receiver takes the message depends on the backend and the message size). ``None``
+    when every step posted its receive first (``isend``, then ``recv``, then ``wait``).
+    """
+    at = {event: i for i, event in reversed(list(enumerate(log.events)))}  # first time of each event
+    for k in range(min(len(log.sent), len(log.received))):
+        if ("sent", k) in at and at["sent", k] < at.get(("recv", k), len(log.events)):
+            return k
+    return None
+
+
 def _inputs(seed: int, numel: int, rank: int) -> torch.Tensor:
     return torch.randn(numel, generator=torch.Generator().manual_seed(seed * 1009 + rank))
 
@@ -162,6 +208,13 @@ def judge_ring(log: MessageLog, t: torch.Tensor, inputs: Sequence[torch.Tensor],
         return tr("collectives.ex_count", "on {n} ranks, rank {rank} sent {sent} and received {received} messages; a "
                   "ring reduce-scatter takes n − 1 = {steps} steps of one chunk each", n=n, rank=rank,
                   sent=len(log.sent), received=len(log.received), steps=n - 1)
+    blocked = waited_before_receiving(log)
+    if blocked is not None:
+        return tr("collectives.ex_blocking", "at step {step} rank {rank} waited for its send to finish before it "
+                  "posted that step's receive (dist.send, or isend(...).wait() before dist.recv): when every rank does "
+                  "so, each waits on a neighbour that is itself still sending, a deadlock wherever a send waits for its "
+                  "receiver (whether it does depends on the backend and the message size). Start the send with "
+                  "dist.isend, receive with dist.recv, then wait on the isend", step=blocked + 1, rank=rank)
     partial = torch.zeros_like(inputs[0])
     for k, (_, data) in enumerate(log.sent):
         partial = partial + inputs[(rank - k) % n]  # ranks rank, rank − 1, …, rank − k

@@ -5,6 +5,8 @@ after a few SGD steps its parameters must equal DDP's, and its step time is meas
 """
 from __future__ import annotations
 
+import os
+import statistics
 from typing import Callable
 
 import torch
@@ -20,7 +22,8 @@ from ..dist.throughput import rank_share
 from .instruments import seconds_per_call
 from .recipe import OverlappedDDP, allreduce_gradients, allreduce_gradients_bucketed
 
-__all__ = ["VARIANTS", "scratch_model", "scratch_ddp_worker", "run_scratch_ddp"]
+__all__ = ["VARIANTS", "MIN_ROUNDS", "scratch_model", "scratch_ddp_worker", "run_scratch_ddp", "paired_rounds",
+           "compare_rounds", "ddp_verdict"]
 
 VARIANTS = ("ddp", "per_parameter", "bucketed", "overlapped")
 
@@ -64,8 +67,9 @@ def scratch_ddp_worker(rank: int, world_size: int, variants: tuple[str, ...], hi
                        steps: int, timed_steps: int, repeats: int, bucket_bytes: int, lr: float) -> dict:
     """Train every variant ``steps`` SGD steps and compare with DDP; then time ``timed_steps`` steps of each (08).
 
-    The variants' timings alternate within each of ``repeats`` rounds; each keeps its best round
-    (the slowest rank's time), so a burst of outside load does not decide the comparison.
+    The variants' timings alternate within each of ``repeats`` rounds (the slowest rank's time each):
+    ``step_s`` keeps each variant's best round, so a burst of outside load does not decide it, and
+    ``rounds`` every round's time, in order, so that two variants can be compared round by round.
     """
     dev = local_device()
     x, y = (t.to(dev) for t in rank_share(batch, world_size, rank))
@@ -75,13 +79,14 @@ def scratch_ddp_worker(rank: int, world_size: int, variants: tuple[str, ...], hi
         for _ in range(steps):
             step()
         params[v] = [p.detach().cpu().clone() for p in model.parameters()]
-    best = {v: float("inf") for v in variants}
+    rounds: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(repeats):
         for v, (_, step) in runs.items():
             dist.barrier()
-            best[v] = min(best[v], agree(seconds_per_call(step, timed_steps, dev), "max"))
+            rounds[v].append(agree(seconds_per_call(step, timed_steps, dev), "max"))
     ref = params.get("ddp")
-    return {"step_s": best, "max_abs_diff": {v: max_abs_diff(p, ref) for v, p in params.items()} if ref else {},
+    return {"step_s": {v: min(ts) for v, ts in rounds.items()}, "rounds": rounds,
+            "max_abs_diff": {v: max_abs_diff(p, ref) for v, p in params.items()} if ref else {},
             "parameters": sum(p.numel() for p in runs[variants[0]][0].parameters())}
 
 
@@ -90,7 +95,8 @@ def run_scratch_ddp(nprocs: int = 2, variants: tuple[str, ...] = VARIANTS, hidde
                     bucket_bytes: int = 2**20, lr: float = 0.1, timeout: float = 180) -> dict:
     """DDP rebuilt three ways against DDP: parameters after ``steps`` steps and step times (08).
 
-    Returns ``{"step_s": {variant: s}, "max_abs_diff": {variant: vs DDP}, "ratio": {variant: step / DDP's},
+    Returns ``{"step_s": {variant: best round's s per step}, "rounds": {variant: every round's s per step},
+    "max_abs_diff": {variant: vs DDP}, "ratio": {variant: best step / DDP's best}, "repeats", "timed_steps",
     "parameters", "processes"}``; ``batch`` is global, split evenly over the ranks.
     """
     if "ddp" not in variants:
@@ -100,5 +106,59 @@ def run_scratch_ddp(nprocs: int = 2, variants: tuple[str, ...] = VARIANTS, hidde
     res = launch(scratch_ddp_worker, nprocs, args=(tuple(variants), tuple(hidden), batch, steps, timed_steps, repeats,
                                                    bucket_bytes, lr), timeout=timeout, verbose=False)[0]
     res["ratio"] = {v: s / res["step_s"]["ddp"] for v, s in res["step_s"].items()}
-    res["processes"] = nprocs
+    res.update(processes=nprocs, repeats=repeats, timed_steps=timed_steps)
     return res
+
+
+MIN_ROUNDS = 6  # a direction seen in every one of k ≥ 6 paired rounds: sign test, two-sided p = 2 · 0.5^k ≤ 0.031
+
+
+def paired_rounds(res: dict, a: str, b: str) -> list[float]:
+    """Variant ``a``'s step time over ``b``'s, round by round: each pair timed back to back in the same round (08)."""
+    return [x / y for x, y in zip(res["rounds"][a], res["rounds"][b])]
+
+
+def compare_rounds(res: dict, a: str, b: str) -> tuple[str, str]:
+    """``a`` against ``b`` from their paired rounds: ("faster than" | "slower than" | "not distinguishable from", why) (08).
+
+    A direction is said only when every round agrees on it and there are at least :data:`MIN_ROUNDS`
+    rounds (were the two the same, every round of k agreeing by chance has probability 2 · 0.5^k,
+    the sign test's p); otherwise the two are not distinguishable in this run. ``why`` gives the
+    per-round ratios' range and median, so the size of a difference is read beside its sign.
+    """
+    q = sorted(paired_rounds(res, a, b))
+    k = len(q)
+    spread = (f"{a.replace('_', ' ')}/{b.replace('_', ' ')} per round ×{q[0]:.2f}–×{q[-1]:.2f}, "
+              f"median ×{statistics.median(q):.2f}")
+    if k >= MIN_ROUNDS and q[-1] < 1:
+        return "faster than", f"in all {k} rounds ({spread})"
+    if k >= MIN_ROUNDS and q[0] > 1:
+        return "slower than", f"in all {k} rounds ({spread})"
+    why = (f"only {k} rounds, fewer than the {MIN_ROUNDS} a sign test needs" if k < MIN_ROUNDS
+           else "the rounds disagree on which is faster")
+    return "not distinguishable from", f"{why} ({spread})"
+
+
+def ddp_verdict(res: dict) -> str:
+    """Overlap vs buckets alone, buckets vs one all-reduce per parameter, judged round by round (08).
+
+    Each round times every variant in turn, so two variants are compared by their ratio within each
+    round (:func:`compare_rounds`); a direction is said only when every round, and enough of them, agree.
+    """
+    said, verdicts = [], {}
+    for a, b in (("overlapped", "bucketed"), ("bucketed", "per_parameter")):
+        verdicts[a, b], why = compare_rounds(res, a, b)
+        said.append(f"{a.replace('_', ' ')} {verdicts[a, b]} {b.replace('_', ' ')}: {why}")
+    lines = [f"here, {len(res['rounds']['ddp'])} rounds of {res.get('timed_steps', '?')} steps, each round timing "
+             "every variant in turn:"] + [f"  {x}" for x in said]
+    if "faster than" not in verdicts.values():
+        lines.append("so in this run neither bucketing nor overlap shows a benefit that every round agrees on")
+    overlap = verdicts["overlapped", "bucketed"]
+    if overlap != "faster than":
+        lines.append(("overlap made the step slower here" if overlap == "slower than" else
+                      "overlap did not make the step faster in a way every round agrees on")
+                     + ", and this run times whole steps only, so it does not show whether any all-reduce ran during "
+                     "backward; candidates, none measured: backward and gloo's worker threads sharing this machine's "
+                     f"{os.cpu_count()} CPU cores, the Python hook called for every parameter, the torch.cat that "
+                     "copies each bucket inside the hook")
+    return "\n".join(lines)
