@@ -1,5 +1,6 @@
 """Tuning helpers (helpers.tuning) that need no running Ray: designs, the GP steps, rungs, the space,
 the signal handlers a run leaves, and what a failed search says."""
+import os
 import signal
 import threading
 import time
@@ -250,3 +251,73 @@ def test_make_searcher_says_the_bohb_start_up_that_startup_of_computes():
 
     doc = " ".join(make_searcher.__doc__.split())
     assert "min_points_in_model + d + 1" in doc and "2d + 2" in doc and "dimensions + 1 configurations" not in doc
+
+
+@pytest.fixture
+def no_cluster_start(monkeypatch):
+    """init_ray as far as its checks: Ray looks stopped, and starting it fails the test."""
+    import ray
+
+    from helpers.dist import ray_cluster as RC
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(RC, "_start_ray", lambda *a, **k: pytest.fail("init_ray started Ray despite the refusal"))
+    return RC
+
+
+@pytest.mark.parametrize("version", ["2.40.0", "2.51.2"])
+def test_a_cluster_is_refused_on_a_ray_without_token_authentication(monkeypatch, no_cluster_start, version):
+    import ray
+
+    monkeypatch.setattr(ray, "__version__", version)
+    with pytest.raises(RuntimeError, match=rf"Ray {version} has no token authentication.*2\.52\.0"):
+        no_cluster_start.init_ray(num_cpus=2, nodes=2)
+
+
+def test_a_cluster_is_refused_when_auth_mode_is_not_token(monkeypatch, no_cluster_start):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    with pytest.raises(RuntimeError, match="RAY_AUTH_MODE is 'disabled'"):
+        no_cluster_start.init_ray(num_cpus=2, nodes=2)
+
+
+def test_a_cluster_is_refused_when_ray_read_its_config_without_the_token(monkeypatch, no_cluster_start):
+    """Ray imported before helpers.tuning: the environment says token, Ray's own config does not."""
+    from ray import _raylet
+
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setattr(_raylet, "get_authentication_mode", lambda: _raylet.AuthenticationMode.DISABLED)
+    with pytest.raises(RuntimeError, match="imported before helpers.tuning"):
+        no_cluster_start.init_ray(num_cpus=2, nodes=2)
+
+
+def test_token_auth_check_passes_where_ray_uses_the_token_and_one_node_is_not_checked(monkeypatch, no_cluster_start):
+    import ray
+    from ray import _raylet
+
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setattr(_raylet, "get_authentication_mode", lambda: _raylet.AuthenticationMode.TOKEN)
+    monkeypatch.setattr(ray, "__version__", "2.52.0")
+    assert no_cluster_start._token_auth_refusal() is None
+    monkeypatch.setattr(ray, "__version__", "2.40.0")   # one node: ray.init on this machine, not checked
+    started = []
+    monkeypatch.setattr(no_cluster_start, "_start_ray", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2})
+    monkeypatch.setattr(ray, "nodes", lambda: [{"Alive": True}])
+    for name in ("RAY_AIR_NEW_OUTPUT", "RAY_DEDUP_LOGS", "RAY_USAGE_STATS_ENABLED"):   # init_ray sets them: put back after
+        monkeypatch.setenv(name, os.environ.get(name, "0"))
+    assert no_cluster_start.init_ray(num_cpus=2, nodes=1, quiet=False)["nodes"] == 1 and started
+
+
+@pytest.mark.parametrize("first, refused", [("ray", True), ("helpers.dist.ray_cluster", False)])
+def test_ray_imported_before_the_helpers_does_not_use_the_token(first, refused):
+    """Ray reads RAY_AUTH_MODE when it is imported: imported first, it ignores the mode the helpers set."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (f"import {first}\nfrom helpers.dist import ray_cluster as rc\nimport ray\n"
+            "print(repr(rc._token_auth_refusal()))")
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                         cwd=Path(__file__).resolve().parents[1]).stdout
+    assert ("imported before helpers.tuning" in out) if refused else out.strip() == "None", out

@@ -27,12 +27,38 @@ from ..core.files import private_folder
 from ..core.procs import end_processes, session_processes, watch_parent
 
 # The clusters init_ray starts are protected by a token (Ray's token authentication): every node and
-# this driver share one secret, which Ray reads from the environment when it is first imported.
-_RAY_IMPORTED_FIRST = "ray" in sys.modules
+# this driver share one secret. Ray reads RAY_AUTH_MODE into its config when it is imported, so a Ray
+# imported before this module does not see the mode set here (_token_auth_refusal asks Ray itself).
 os.environ.setdefault("RAY_AUTH_MODE", "token")
 os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
 
+TOKEN_AUTH_MIN_RAY = "2.52.0"  # token auth came in Ray 2.52.0 (docs.ray.io/en/latest/ray-security/token-auth.html)
 
+
+def _token_auth_refusal() -> str | None:
+    """Why a cluster :func:`init_ray` starts would not be protected by the token, or ``None`` (04): a Ray
+    older than ``TOKEN_AUTH_MIN_RAY``, ``RAY_AUTH_MODE`` other than ``token``, or a Ray imported before
+    this module (it read its config without the mode, so this kernel, the driver, would not send the token)."""
+    import ray
+    from packaging.version import Version
+
+    if Version(ray.__version__) < Version(TOKEN_AUTH_MIN_RAY):
+        return (f"Ray {ray.__version__} has no token authentication (it came in Ray {TOKEN_AUTH_MIN_RAY}), so the "
+                "nodes would accept any client that reaches this machine's IP; upgrade with "
+                f"pip install -U 'ray[tune]>={TOKEN_AUTH_MIN_RAY}', then restart the kernel")
+    mode = os.environ.get("RAY_AUTH_MODE", "")
+    if mode.lower() != "token":
+        return (f"RAY_AUTH_MODE is {mode!r}, so the nodes would accept any client that reaches this machine's IP; "
+                "unset it (the course sets 'token') or set it to 'token', then restart the kernel")
+    try:
+        from ray._raylet import AuthenticationMode, get_authentication_mode
+    except ImportError:  # a Ray whose internals moved: the checks above are all that can be made
+        return None
+    if get_authentication_mode() != AuthenticationMode.TOKEN:
+        return ("ray was imported before helpers.tuning, so this kernel's Ray read its settings without "
+                "RAY_AUTH_MODE=token and cannot join a cluster protected by a token; restart the kernel and "
+                "import helpers.tuning first")
+    return None
 
 
 _WATCHDOG = None  # the process that cleans up Ray if this kernel dies first
@@ -177,9 +203,9 @@ def init_ray(num_cpus: int | None = None, nodes: int = 1, quiet: bool = True) ->
             raise RuntimeError(f"Ray is already running here with {int(res.get('CPU', 0))} CPU(s) on {alive} node(s); "
                                f"call shutdown_ray() first to start it again with num_cpus={num_cpus}, nodes={nodes}")
     else:
-        if nodes > 1 and _RAY_IMPORTED_FIRST and os.environ.get("RAY_AUTH_MODE") != "token":
-            raise RuntimeError("ray was imported before helpers.tuning, so this kernel cannot join a cluster "
-                               "protected by a token; restart the kernel and import helpers.tuning first")
+        refusal = _token_auth_refusal() if nodes > 1 else None  # a cluster on the machine's IP needs the token
+        if refusal:
+            raise RuntimeError(f"init_ray(nodes={nodes}) refused: {refusal}")
         try:
             _start_ray(cpus, nodes, logging.ERROR if quiet else logging.INFO, not quiet)
         except BaseException:  # a failed or interrupted start leaves nothing behind

@@ -170,9 +170,11 @@ def make_searcher(name: str, seed: int = 0, startup: int = STARTUP) -> "Searcher
     """A Tune search algorithm: ``"random"`` (seeded), ``"hyperopt"``, ``"optuna"`` (TPE) or ``"bohb"`` (04).
 
     HyperOpt and Optuna draw ``startup`` random configurations first (their defaults, 20 and 10,
-    would use up a small budget on random draws). BOHB keeps HpBandSter's default,
-    ``min_points_in_model = d + 1`` (``d``: the number of hyperparameters, the least it accepts): its
-    model for a budget starts once it has ``min_points_in_model + d + 1`` (here 2d + 2) results on it.
+    would use up a small budget on random draws). Optuna's TPE models all parameters together
+    (``multivariate=True``: asked for, so that the installed Optuna's default does not decide it).
+    BOHB keeps HpBandSter's default, ``min_points_in_model = d + 1`` (``d``: the number of
+    hyperparameters, the least it accepts): its model for a budget starts once it has
+    ``min_points_in_model + d + 1`` (here 2d + 2) results on it.
     """
     if name == "random":
         from ray.tune.search.basic_variant import BasicVariantGenerator
@@ -184,7 +186,10 @@ def make_searcher(name: str, seed: int = 0, startup: int = STARTUP) -> "Searcher
         import optuna
         from ray.tune.search.optuna import OptunaSearch
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        return OptunaSearch(sampler=optuna.samplers.TPESampler(n_startup_trials=startup, seed=seed))
+        with warnings.catch_warnings():  # Optuna before 5 calls multivariate experimental (and defaults to False)
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            sampler = optuna.samplers.TPESampler(n_startup_trials=startup, seed=seed, multivariate=True)
+        return OptunaSearch(sampler=sampler)
     if name == "bohb":
         from ray.tune.search.bohb import TuneBOHB
         return TuneBOHB(seed=seed)
