@@ -93,3 +93,39 @@ def test_ops_table_rows_fit_a_notebook_and_hold_the_profilers_numbers(tmp_path):
     top = max(averages, key=lambda e: e.self_cpu_time_total)
     first = MO.ops_table(averages, rows=1).splitlines()[2]
     assert first.startswith(top.key[:20]) and f"{top.self_cpu_time_total / 1000:.3f}" in first and f" {top.count} " in first
+
+
+def _event(key, cpu=0, self_cpu=0, dev=0, self_dev=0):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(key=key, cpu_memory_usage=cpu, self_cpu_memory_usage=self_cpu, device_memory_usage=dev,
+                           self_device_memory_usage=self_dev)
+
+
+def test_callee_memory_line_names_the_row_that_allocates_through_its_callees():
+    rows = [_event("aten::mkldnn_convolution", cpu=4096, self_cpu=4096),
+            _event("aten::convolution_backward", cpu=2048, self_cpu=0)]
+    assert MO.callee_memory_line(rows) == ("aten::convolution_backward: self CPU memory 0, but 2.0 KiB net allocated "
+                                           "by the operators it calls")
+
+
+def test_callee_memory_line_says_what_was_measured_when_no_row_does():
+    # a GPU's table: the convolutions allocate device memory, their CPU memory is 0 (nothing printed before)
+    rows = [_event("aten::convolution_backward", dev=3 * 1024, self_dev=0), _event("ProfilerStep*", cpu=512, self_cpu=512),
+            _event("aten::cudnn_convolution", dev=1024, self_dev=1024)]
+    line = MO.callee_memory_line(rows)
+    assert line.startswith("no row above") and "ProfilerStep*, 0.5 KiB" in line
+    assert "device memory: aten::convolution_backward, 3.0 KiB (0.0 KiB its own)" in line
+    cpu_only = MO.callee_memory_line([_event("a", cpu=1024, self_cpu=1024)])
+    assert "a, 1.0 KiB" in cpu_only and "device" not in cpu_only
+
+
+def test_ddp_logging_worker_logs_rank_0s_shard_and_returns_every_ranks_means(tmp_path):
+    from helpers.dist import launch
+
+    ranks = launch(MO.ddp_logging_worker, nprocs=2, args=(1, 64, 3e-3, str(tmp_path)), verbose=False)
+    assert [r["rank"] for r in ranks] == [0, 1] and [r["batch_size"] for r in ranks] == [32, 32]
+    logged = [v for _, v in MO.read_back(tmp_path)["runs"]["tensorboard"]["scalars"]["train/loss"]]
+    assert len(logged) == 1 and abs(logged[0] - ranks[0]["train/loss"][0]) < 1e-5   # rank 0's shard, not the run
+    assert ranks[0]["train/loss"] != ranks[1]["train/loss"]                       # the shards differ
+    assert len(list(tmp_path.rglob("events.out.tfevents.*"))) == 1                # rank 1 wrote nothing

@@ -178,3 +178,27 @@ def test_add_scalars_runs_answer_is_what_tensorboard_lists(tmp_path):
             w.add_scalars("loss", {"train": 1.0, "val": 2.0}, step)
             w.add_scalars("acc", {"train": 1.0, "val": 2.0, "test": 3.0}, step)
     assert verify("05.add_scalars_runs_2calls", len(read_back(tmp_path)["runs"]))[0]
+
+
+@pytest.mark.parametrize("answer, ok", [(200, True), (100, False), (400, False), (99, False), (198, False),
+                                        (2, False), (0, False)])
+def test_rerun_points_counts_both_writers_files(answer, ok):
+    # 100: thinks the rerun overwrites; 400: counts both of cell 9's tags; 99/198: counts steps from 1;
+    # 2: counts event files; 0: thinks the reader gives up on a folder of two files
+    assert verify("05.rerun_points", answer)[0] is ok
+
+
+def test_rerun_points_answer_is_what_tensorboards_reader_returns(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    from helpers.monitor import read_back
+
+    for _ in range(2):                                  # cell 9 run twice, without its rmtree
+        with SummaryWriter(tmp_path) as w:
+            for n_iter in range(100):
+                w.add_scalar("Loss/train", random.random(), n_iter)
+                w.add_scalar("Accuracy/train", random.random(), n_iter)
+    points = read_back(tmp_path)["runs"]["."]["scalars"]["Loss/train"]
+    assert len(list(tmp_path.glob("events.out.tfevents.*"))) == 2
+    assert [s for s, _ in points] == list(range(100)) * 2          # the second run's steps follow the first's
+    assert verify("05.rerun_points", len(points))[0]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..core.logger import _wandb_chunks, wandb_file_complete
 
-__all__ = ["read_back", "summarize_read_back", "read_wandb_run", "ops_table"]
+__all__ = ["read_back", "summarize_read_back", "read_wandb_run", "ops_table", "callee_memory_line"]
 
 
 def read_back(log_dir: str | Path) -> dict:
@@ -148,8 +148,31 @@ def ops_table(averages, sort_by: str = "self_cpu_time_total", rows: int = 8, sha
         row += f" {_ms(e.cpu_time_total):>10} {e.count:>5}"
         row += f" {_ms(e.self_device_time_total):>10}" if gpu else f" {_kib(e.self_cpu_memory_usage):>9}"
         lines.append(row)
-    units = "times in ms" if gpu else "times in ms, memory in KiB (negative: freed more than allocated)"
+    units = "times in ms, summed over the calls" if gpu else \
+        "times in ms, memory in KiB net (negative: more freed), each summed over the calls"
     return "\n".join(lines + ["-" * len(head), f"self CPU total {_ms(total)} ms; {units}"])
+
+
+def callee_memory_line(rows) -> str:
+    """One line on the first of ``rows`` (``key_averages()`` events) with 0 self CPU memory that still allocates,
+    net, through the operators it calls; where no row does, what was measured instead (05).
+
+    On a GPU the tensors of the convolutions live in device memory, so their CPU memory can be 0
+    everywhere: the line then says so, with the largest device-memory row, instead of saying nothing.
+    """
+    rows = list(rows)
+    for e in rows:
+        if e.cpu_memory_usage > 0 and e.self_cpu_memory_usage == 0:
+            return (f"{e.key}: self CPU memory 0, but {_kib(e.cpu_memory_usage)} KiB net allocated by the operators "
+                    "it calls")
+    cpu = max(rows, key=lambda e: e.cpu_memory_usage)
+    line = (f"no row above has 0 self CPU memory and a net CPU allocation through the operators it calls; the "
+            f"largest total CPU memory among them: {cpu.key}, {_kib(cpu.cpu_memory_usage)} KiB")
+    dev = max(rows, key=lambda e: getattr(e, "device_memory_usage", 0))
+    if getattr(dev, "device_memory_usage", 0) > 0:
+        line += (f"; the largest total device memory: {dev.key}, {_kib(dev.device_memory_usage)} KiB "
+                 f"({_kib(dev.self_device_memory_usage)} KiB its own)")
+    return line
 
 
 def _ms(us: float) -> str:

@@ -15,7 +15,7 @@ _SPLITS = ("train", "val", "test")
 
 
 def _random_log(rng: random.Random) -> tuple[list[int], list[list[tuple[int, dict[str, float]]]]]:
-    """Epochs (increasing, not from 1, with gaps) and, per epoch, what ``dist.all_gather_object`` hands rank 0:
+    """Epochs (increasing, not from 1, with gaps) and, per epoch, what ``dist.gather_object(..., dst=0)`` hands rank 0:
     one ``(samples, metrics)`` pair per rank (2–4 ranks, shards of different sizes), under 2–4 tags drawn at random.
 
     Drawn again until, for every tag, rank 0's own value, the plain mean over ranks and the sum each differ from
@@ -116,9 +116,12 @@ EXERCISES = [
                   "SummaryWriter call per metric, with its name as the tag and the epoch as the step.",
              why="Each rank sees only its shard: rank 0's own numbers describe part of the data, and a plain mean of "
                  "the ranks' means is off when the shards differ in size."),
-    Exercise("05.scalar_points_10x2", "int", digest="b529a78d5955d37374d937e544992e0fb2729cb01b2705f3024f657bd69a7bdd",
-             hint="Each add_scalar call writes one point of one tag; count the calls.",
-             why="One point per call: the step you pass is the x axis, and each tag is its own curve."),
+    Exercise("05.rerun_points", "int", digest="dfb241ce0490a698009a7902dce75a24e47c6c2fb2c7d5db22d2aced0606128a",
+             hint="A new SummaryWriter never appends to an old event file: it starts a file of its own in the folder. "
+                  "What does the reader do with every event file it finds in a run's folder?",
+             why="The reader reads every event file of the folder and keeps each point: the second run's steps 0-99 "
+                 "follow the first run's, and the curve doubles back. A rerun needs an empty folder (section 2's "
+                 "first SummaryWriter cell deletes it first) or a folder of its own."),
     Exercise("05.add_scalars_runs_2calls", "int",
              digest="c753f28725be12090dbe2774e15974dbc1126e2a7a2c8f188719e1d0e2d23f83",
              hint="A sub-run's name is made from the main tag and the key (add_scalars in "

@@ -22,7 +22,7 @@ from ..core.files import OwnedFolder
 from ..core.train import evaluate, train_one_epoch
 
 __all__ = ["train_with_bars", "log_epoch_summaries", "log_predictions", "log_other_summaries", "write_all_summaries",
-           "bar_chars_worker", "profile_training"]
+           "bar_chars_worker", "ddp_logging_worker", "profile_training"]
 
 # what write_all_summaries writes, and so all it may remove on a rerun: event files (its own run, and the
 # sub-runs add_scalars and add_hparams make), the projector's config and the embedding's folder
@@ -174,6 +174,39 @@ def bar_chars_worker(rank: int, world_size: int, steps: int = 20) -> int:
     for _ in tqdm(range(steps), desc=f"rank {rank}", disable=rank != 0, file=out):
         time.sleep(0.01)
     return out.chars
+
+
+def ddp_logging_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: float, log_dir: str) -> dict:
+    """Notebook 03's DDP training (``helpers.ddp.train_worker``) with its logging, without the checkpoint (05).
+
+    Each rank trains on its ``DistributedSampler`` shard with ``batch_size // world_size`` samples a
+    batch; ``Monitor(..., rank=rank)`` writes on rank 0 only. Returns what each rank measured itself
+    (its epoch means of training loss and accuracy, over its own samples), so the notebook can put
+    every rank's numbers beside the one rank 0 logged.
+    """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DistributedSampler
+
+    from ..core.data import load_datasets
+    from ..core.logger import Monitor
+    from ..core.measure import seed_everything
+    from ..core.models import DigitsCNN
+    from ..core.train import train
+    from ..dist.ranks import local_device
+
+    device = local_device()
+    seed_everything(0)
+    ds = load_datasets("digits")
+    sampler = DistributedSampler(ds["train"], num_replicas=world_size, rank=rank, shuffle=True, seed=0)
+    loader = DataLoader(ds["train"], batch_size=batch_size // world_size, sampler=sampler, shuffle=False,
+                        pin_memory=device.type == "cuda")
+    model = DDP(DigitsCNN().to(device), device_ids=[device.index] if device.type == "cuda" else None)  # ddp_wrap (03)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    with Monitor(log_dir, rank=rank, wandb=False) as monitor:  # a no-op on every rank but 0
+        hist = train(model, loader, epochs=epochs, optimizer=opt, rank=rank, desc=f"DDP × {world_size}",
+                     on_epoch=sampler.set_epoch, logger=monitor)
+    return {"rank": rank, "samples": len(sampler), "batch_size": loader.batch_size,
+            "train/loss": hist.train_loss, "train/acc": hist.train_acc}
 
 
 @contextlib.contextmanager
