@@ -293,6 +293,16 @@ def _freeze_others_only(model, head):              # a head frozen before stays 
     return _bn_eval(model)
 
 
+def _bn_no_dot(model, head):                       # BatchNorm membership by startswith(head): fc_bn, outside the
+    from torch import nn                           # head fc, keeps training its statistics
+    model.requires_grad_(False)
+    model.get_submodule(head).requires_grad_(True)
+    for name, m in model.named_modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and not name.startswith(head):
+            m.eval()
+    return model
+
+
 def _train_at_the_end(model, head):                # undoes its own fix
     _ref(model, head)
     return model.train()
@@ -319,7 +329,7 @@ def _track_off(model, head):                       # no running statistics kept,
     return model
 
 
-WRONG = [_copied_loop, _frozen_bn_swap, _old_recipe, _no_dot, _substring, _all_eval, _all_batchnorm_eval, _only_2d, _getattr, _freeze_others_only,
+WRONG = [_copied_loop, _frozen_bn_swap, _old_recipe, _no_dot, _bn_no_dot, _substring, _all_eval, _all_batchnorm_eval, _only_2d, _getattr, _freeze_others_only,
          _train_at_the_end, _children_only, _uses_helper, _track_off]
 
 
@@ -336,6 +346,25 @@ def test_a_parameterless_batchnorm_in_the_head_is_judged_by_membership_and_a_swa
     assert not ok and "did not change" in message and "head.4.running_mean" in message
     ok, message = verify("07.freeze_all_but", _frozen_bn_swap)
     assert not ok and "replaced layers" in message and "KeyError" not in message
+
+
+def test_batchnorm_membership_without_the_dot_is_refused_at_fc_bn():
+    from helpers.core.checks import verify
+    ok, message = verify("07.freeze_all_but", _bn_no_dot)
+    assert not ok and "'fc_bn'" in message and "head 'fc'" in message
+
+
+def test_correctness_correlation_and_step_time_verdicts():
+    import math
+    a, b = torch.tensor([1., 1., 0., 0.]), torch.tensor([1., 1., 0., 1.])
+    assert TR.correctness_correlation(a, a) == pytest.approx(1.0)
+    assert TR.correctness_correlation(a, 1 - a) == pytest.approx(-1.0)
+    assert TR.correctness_correlation(a, b) == pytest.approx(1 / math.sqrt(3))
+    assert math.isnan(TR.correctness_correlation(a, torch.ones(4)))   # every image right: no correlation
+    assert TR.compare_step_times([1, 1.1, 1.2, 1.3], [2, 2.1, 2.2, 2.3])[0] == "shorter"
+    assert TR.compare_step_times([2, 2.1, 2.2, 2.3], [1, 1.1, 1.2, 1.3])[0] == "longer"
+    verdict, q, q0 = TR.compare_step_times([1, 1.5, 2, 2.5], [1.4, 1.8, 2.2, 2.6])   # middle halves overlap
+    assert verdict == "not separated" and q == pytest.approx((1.375, 1.75, 2.125)) and q0[1] == pytest.approx(2.0)
 
 
 def test_the_helper_is_blocked_only_during_the_check_and_said_so():

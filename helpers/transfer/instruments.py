@@ -15,29 +15,41 @@ from ..core.models import DigitsCNN, count_parameters
 from ..core.train import evaluate, train
 from .recipe import MODES, TARGET, Augmented, augmentations, make_target_model, subset
 
-__all__ = ["compare_strategies", "binomial_se", "compare_to", "recorded_convolutions", "augmentation_grid", "transform_cost", "augmentation_effect", "flipped_accuracy_per_class"]
+__all__ = ["compare_strategies", "binomial_se", "compare_to", "correctness_correlation", "compare_step_times", "recorded_convolutions", "augmentation_grid", "transform_cost", "augmentation_effect", "flipped_accuracy_per_class"]
 
 
 def compare_strategies(pretrained: nn.Module, shots: Sequence[int] = (5, 10, 50), steps: int = 150,
-                       seeds: Sequence[int] = (0, 1, 2)) -> list[dict]:
+                       seeds: Sequence[int] = (0, 1, 2), lr: float = 3e-3) -> list[dict]:
     """Test accuracy (mean and per seed) and seconds per optimizer step of each mode in ``MODES``, with few labels
-    per class, each trained for whole epochs of at least ``steps`` steps (the count is in ``"steps"``) (07)."""
+    per class, each trained with Adam at ``lr`` for whole epochs of at least ``steps`` steps (the count is in
+    ``"steps"``) (07).
+
+    Also, per row: ``"epoch_step_secs"``, every epoch's seconds per step over all seeds (their spread);
+    ``"correct"``, per test image the fraction of seeds whose model answered it right (for
+    :func:`correctness_correlation`).
+    """
     test_loader = DataLoader(subset("test", TARGET), batch_size=512)
+    x_test, y_test = tensors(test_loader.dataset)
     rows = []
     for k in shots:
         for mode in MODES:
-            accs, secs = [], []
+            accs, secs, epoch_secs, right = [], [], [], []
             for seed in seeds:
                 model = make_target_model(pretrained, mode, seed=seed)  # on the pretrained model's device
                 loader = DataLoader(subset("train", TARGET, k, seed=seed), batch_size=32, shuffle=True,
                                     generator=torch.Generator().manual_seed(seed))
                 # whole epochs, at least ``steps`` optimizer steps whatever the number of labels
                 epochs = max(1, math.ceil(steps / len(loader)))
-                hist = train(model, loader, epochs=epochs, lr=3e-3, progress=False)
+                hist = train(model, loader, epochs=epochs, lr=lr, progress=False)
                 accs.append(evaluate(model, test_loader)["acc"])
                 secs.append(sum(hist.epoch_seconds) / (epochs * len(loader)))
+                epoch_secs += [s / len(loader) for s in hist.epoch_seconds]
+                model.eval()
+                with torch.no_grad():
+                    right.append((model(x_test.to(model_device(model))).argmax(1).cpu() == y_test).float())
             rows.append({"shots": k, "mode": mode, "test_acc": sum(accs) / len(accs), "seed_accs": accs,
                          "steps": epochs * len(loader), "sec_per_step": sum(secs) / len(secs),
+                         "epoch_step_secs": epoch_secs, "correct": torch.stack(right).mean(0), "lr": lr,
                          "n_test": len(test_loader.dataset), "trainable": count_parameters(model)["trainable"]})
     return rows
 
@@ -52,11 +64,39 @@ def compare_to(a: float, b: float, n: int) -> tuple[str, float]:
 
     A difference counts only beyond twice the standard error of the difference of two binomial
     estimates, 2·sqrt(SE(a)² + SE(b)²); smaller ones are what another test set, or another seed,
-    could reverse. A rough rule: it treats the two accuracies as independent, which overstates the
-    noise when both models answer the same test images, and leaves out seed-to-seed variation.
+    could reverse. A rough rule: it treats the two accuracies as independent, which usually
+    overstates the noise (when the two models tend to miss the same images: their per-image
+    correctness positively correlated, see :func:`correctness_correlation`), and leaves out
+    seed-to-seed variation; an accuracy averaged over seeds is treated as one model's on ``n`` images.
     """
     noise = 2 * math.sqrt(binomial_se(a, n) ** 2 + binomial_se(b, n) ** 2)
     return ("within noise" if abs(a - b) <= noise else "beats" if a > b else "trails"), noise
+
+
+def correctness_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Pearson correlation, over the same test images, of two models' per-image correctness (07).
+
+    ``a``, ``b``: per image, 1 where the model answered right, 0 where not (or a fraction of seeds).
+    Positive: the two tend to miss the same images, and the variance of their accuracies'
+    difference is below the sum of their variances (by twice their covariance). ``nan`` where
+    either is constant (e.g. every image right), which has no correlation.
+    """
+    a, b = a.double() - a.double().mean(), b.double() - b.double().mean()
+    den = math.sqrt(float((a * a).sum() * (b * b).sum()))
+    return float((a * b).sum()) / den if den > 0 else math.nan
+
+
+def compare_step_times(secs: Sequence[float], base: Sequence[float]) -> tuple[str, tuple, tuple]:
+    """Per-epoch seconds per step of one run against a baseline's: ("shorter" | "longer" | "not separated",
+    its quartiles, the baseline's quartiles), each quartiles ``(lower, median, upper)`` (07).
+
+    A difference counts only where the middle halves of the two sets of epochs do not overlap:
+    the upper quartile of one below the lower quartile of the other.
+    """
+    q = lambda v: tuple(torch.quantile(torch.tensor(list(v), dtype=torch.float64),
+                                       torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64)).tolist())
+    a, b = q(secs), q(base)
+    return ("shorter" if a[2] < b[0] else "longer" if a[0] > b[2] else "not separated"), a, b
 
 
 def recorded_convolutions(model: nn.Module, x: torch.Tensor) -> int:

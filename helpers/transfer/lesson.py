@@ -13,9 +13,11 @@ NOTEBOOK = "07_transfer_learning"
 def _freeze_cases() -> list[tuple[str, object, str]]:
     """The models ``freeze_all_but`` is judged on: (what, model, head name) (07).
 
-    The course CNN; a backbone with BatchNorm (2-d in the features, 1-d between them) and two
-    sibling layers named ``fc`` and ``fc2`` (the head is one of them; the other must stay frozen,
-    so ``startswith(head)`` without the dot is caught), once with the head frozen before; a head that holds BatchNorm layers of its
+    The course CNN; a backbone with BatchNorm (2-d in the features, 1-d between them, named
+    ``fc_bn``) and two sibling layers named ``fc`` and ``fc2`` (the head is one of them; the other
+    must stay frozen, so ``startswith(head)`` without the dot is caught for parameters; and
+    ``fc_bn``, outside the head ``fc`` although its name extends it, must be in evaluation mode, so
+    it is caught for BatchNorm membership too), once with the head frozen before; a head that holds BatchNorm layers of its
     own (they must keep training, statistics included), one of them without parameters (``affine=False``), so
     deciding by "all its parameters are frozen" (``freeze_batchnorm_stats``'s rule, shown in the notebook) puts it in
     evaluation mode: what decides is membership in the head; a head named by a dotted path.
@@ -32,10 +34,11 @@ def _freeze_cases() -> list[tuple[str, object, str]]:
     class Siblings(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.features, self.fc, self.bn, self.fc2 = body(), nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Linear(6, 3)
+            # fc_bn: frozen, outside the head fc, and its name starts with "fc"
+            self.features, self.fc, self.fc_bn, self.fc2 = body(), nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Linear(6, 3)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.fc2(torch.relu(self.bn(self.fc(self.features(x)))))
+            return self.fc2(torch.relu(self.fc_bn(self.fc(self.features(x)))))
 
     torch.manual_seed(0)
     frozen_before = Siblings()

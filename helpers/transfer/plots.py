@@ -24,11 +24,11 @@ def plot_strategies(rows: list[dict], label: str = "") -> Figure | None:
     styles = ["o-", "s--", "^-.", "D:"]
     for i, (mode, name) in enumerate(MODES.items()):
         rs = sorted((r for r in rows if r["mode"] == mode), key=lambda r: r["shots"])
-        bars = [2 * binomial_se(r["test_acc"], r["n_test"]) for r in rs]   # the notebook's 2·SE, per point
+        bars = [2 * binomial_se(r["test_acc"], r["n_test"]) for r in rs]   # each accuracy's own 2·SE (not the difference's)
         ax[0].errorbar([r["shots"] * (1 + 0.03 * (i - 1.5)) for r in rs], [r["test_acc"] for r in rs], yerr=bars,
                        fmt=styles[i % len(styles)], color=f"C{i}", capsize=3, label=name, markersize=7 - i,
                        markerfacecolor="none" if i % 2 else f"C{i}")   # nudged sideways so the bars do not overlap
-    ax[0].set(xscale="log", xlabel="labelled images per class (digits 5–9)", ylabel="test accuracy (bars: 2·SE)",
+    ax[0].set(xscale="log", xlabel="labelled images per class (digits 5–9)", ylabel="test accuracy (bars: 2·SE of each alone)",
               title="pretrained on digits 0–4, adapted to 5–9")
     ax[0].set_xticks(shots, [str(k) for k in shots])
     ax[0].xaxis.set_minor_locator(NullLocator())  # no 2×10¹-style labels between them
