@@ -373,3 +373,29 @@ def test_leak_on_a_gpu_is_the_breakdown_rounded_to_512_bytes():
 def test_autocast_on_a_gpu_saves_half_activations_plus_weight_copies():
     rem = M.remedies(blocks=4, width=64, batch=256, device="cuda")
     assert rem["autocast_activations"] * 2 == rem["plain"] and rem["autocast_weight_casts"] > 0
+
+
+def test_recorded_memory_rows_are_parsed_from_the_recording():
+    rows = M.recorded_memory_rows("d78593a6")
+    assert list(rows) == ["start", "after a 256 MiB tensor", "after del x", "after empty_cache()"]
+    (a0, r0), (a1, r1) = rows["start"], rows["after empty_cache()"]
+    assert a1 < r1 < r0   # what cell 9's generated sentence says: empty_cache() keeps segments holding live tensors
+    assert M.recorded_memory_rows("00c6803b") == {}   # a cell without such rows gives none
+
+
+def test_step_model_reads_the_factories_defaults():
+    assert M.step_model(M.training_step_under_budget) == "deep_mlp(blocks=4, width=256)"
+    assert M.step_model(M.training_step_on_gpu) == "deep_mlp(blocks=8, width=4096)"
+    assert M.step_model(lambda width=7, blocks=3: None) == "deep_mlp(blocks=3, width=7)"
+
+
+def test_gpu_status_line_prints_gib(monkeypatch):
+    from helpers.memory import instruments
+    row = {"index": 0, "utilization_pct": 5.0, "memory_used_gb": 2**30 / 1e9, "memory_total_gb": 80 * 2**30 / 1e9}
+    monkeypatch.setattr(instruments, "gpu_status", lambda: [row])
+    assert M.gpu_status_line(3) == "step 3: GPU 0 5% GPU-Util, 1.00/80.0 GiB used"
+
+
+def test_the_batch_search_cell_still_runs_the_recorded_gpu_code():
+    # cell 37's GPU path must stay the recorded one, or its recorded line is an earlier version's
+    assert "this cell (the same code on a GPU" in M.recorded_gpu_intro("c67d3342")

@@ -38,7 +38,7 @@ def plot_remedies(rem: dict, label: str = "") -> Figure | None:
            hatch="//", edgecolor="C1", label=f"{rem['autocast_dtype']} weight copies")
     for t, n in zip(ticks, names):
         ax.text(t, mib(rem[n]), f"{rem[n] / rem['plain']:.0%}", ha="center", va="bottom", fontsize=9)
-    ax.set(ylabel="MiB saved for backward",
+    ax.set(ylabel="saved for backward, MiB\n(1 MiB = 2²⁰ B; bytes printed above)",
            title=f"one forward of {rem['blocks']} Linear+ReLU blocks (width {rem['width']}, batch {rem['batch']}): what each keeps")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=9, loc="upper right")

@@ -16,7 +16,7 @@ from torch import nn
 from ..core.saved import BudgetExceeded, SavedTensorTracker
 
 __all__ = ["small_mlp", "Block", "deep_mlp", "is_oom", "BatchSearch", "find_largest_batch",
-           "training_step_under_budget", "training_step_on_gpu"]
+           "training_step_under_budget", "training_step_on_gpu", "step_model"]
 
 
 def small_mlp(seed: int = 0, hidden: int = 256) -> nn.Module:
@@ -131,3 +131,12 @@ def training_step_on_gpu(width: int = 4096, blocks: int = 8) -> Callable[[int], 
         torch.cuda.synchronize()
 
     return step
+
+
+def step_model(step_factory: Callable[..., Callable[[int], None]]) -> str:
+    """The model a training-step factory trains with its defaults, read from its signature:
+    ``"deep_mlp(blocks=4, width=256)"`` (06)."""
+    import inspect
+
+    params = inspect.signature(step_factory).parameters
+    return f"deep_mlp(blocks={params['blocks'].default}, width={params['width'].default})"

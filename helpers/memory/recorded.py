@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = ["RECORDED_GPU_RUN", "recorded_gpu_run", "recorded_gpu_output", "recorded_gpu_intro", "recorded_gpu_code",
-           "gpu_path"]
+           "gpu_path", "recorded_memory_rows"]
 
 RECORDED_GPU_RUN = Path(__file__).resolve().parents[2] / "tests" / "gpu" / "recorded" / "2026-11-26-h100"
 
@@ -113,3 +113,19 @@ def recorded_gpu_output(cell_id: str, notebook: str = "06_oom_troubleshooting", 
         if cell.get("id") == cell_id:
             return "".join("".join(o["text"]) for o in cell.get("outputs", []) if o.get("output_type") == "stream").rstrip()
     raise KeyError(f"no cell {cell_id!r} in the recorded {notebook}; record a new GPU run with tests/gpu/run.sh")
+
+
+def recorded_memory_rows(cell_id: str = "d78593a6", notebook: str = "06_oom_troubleshooting",
+                         folder: Path = RECORDED_GPU_RUN) -> dict[str, tuple[float, float]]:
+    """The recorded rows ``<tag> allocated <a> MiB reserved <r> MiB`` of one cell, as ``{tag: (a, r)}`` in MiB (06).
+
+    Read from the recorded output, so a sentence about those rows is generated from them.
+    """
+    import re
+
+    rows = {}
+    for line in recorded_gpu_output(cell_id, notebook, folder).splitlines():
+        m = re.match(r"^(.*?)\s+allocated\s+([\d.]+) MiB\s+reserved\s+([\d.]+) MiB\s*$", line)
+        if m:
+            rows[m.group(1).strip()] = (float(m.group(2)), float(m.group(3)))
+    return rows
