@@ -23,6 +23,37 @@ def test_ddp_step_equals_single_process_step():
     assert res["max_abs_diff"] < 1e-6 and res["ranks_agree"]
 
 
+def test_equivalence_reference_trains_on_the_ranks_kind_of_device(monkeypatch):
+    """nccl ranks (GPUs) against a one-process step on a GPU, gloo ranks against one on the CPU: never mixed.
+
+    A GPU's matrix products round differently from a CPU's; notebook 09 failed on a GPU for that reason.
+    """
+    import torch
+    import helpers.ddp.instruments as I
+
+    for backend, kind in (("nccl", "cuda"), ("gloo", "cpu")):
+        asked = []
+        monkeypatch.setattr(I, "choose_backend", lambda n, b=backend: b)
+        monkeypatch.setattr(I, "launch", lambda fn, n, **k: [[[torch.zeros(1)], "refused on CPU"]] * n)
+        monkeypatch.setattr(I, "reference_parameters",
+                            lambda name, batch, lr, device: asked.append((name, device)) or [torch.zeros(1)])
+        res = I.run_ddp_equivalence_checks(nprocs=2, batch=8, variants=("plain", "syncbatchnorm"))
+        assert asked == [("plain", kind)], (backend, asked)   # the refused variant needs no reference
+        assert res["plain"]["max_abs_diff"] == 0.0 and res["syncbatchnorm"]["refused"] == "refused on CPU"
+
+
+def test_equivalence_reference_on_the_cpu_is_one_step_on_the_whole_batch():
+    import torch
+    from helpers.ddp import instruments as I
+
+    ref = I.reference_parameters("plain", 16, 0.5, device="cpu")
+    model = I._equivalence_model(False)
+    before = [p.detach().clone() for p in model.parameters()]
+    I._sgd_step(model, *I._equivalence_batch(16), 0.5)
+    assert all(torch.equal(a, b.detach()) for a, b in zip(ref, model.parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(ref, before))   # it did take a step
+
+
 def test_equivalence_needs_an_even_split():
     with pytest.raises(ValueError, match="divide evenly"):
         ddp.run_ddp_equivalence_check(nprocs=3, batch=64)
@@ -291,6 +322,10 @@ def test_every_batch_whose_share_was_timed_gets_its_compute_only_ideal_not_the_p
     assert "baseline effect" not in text.split("At batch 128 each of the 2")[1].split("At batch 2048")[0]
     assert "1 process is slower per sample at 64 than at 128: that keeps the speedup at 128 below 2×" in text
     assert "would be 1.59× faster" in text
+    # the 1-process baseline is DDP over a group of one (its bucket copy and one-rank all-reduce included):
+    # what it lacks is another rank, not an all-reduce
+    assert "computing alone, with no other rank to all-reduce with, 2 processes would be 2.35× faster" in text
+    assert "below 2× even with no other rank to all-reduce with." in text and "nothing to all-reduce" not in text
     # the gap is taken against 1 process computing one share alone (at 64), not against half the step at 128
     assert "At batch 128 each process computes on 64 samples. 1 process alone took 6.85 ms a step at batch 64; " \
            "2 processes took 9.50 ms a step at batch 128, 2.65 ms more." in text

@@ -11,7 +11,7 @@ from ..core.data import digits_batch
 from ..core.measure import max_abs_diff
 from ..core.models import DigitsCNN
 from ..dist.launcher import launch
-from ..dist.ranks import local_device
+from ..dist.ranks import choose_backend, local_device
 from ..dist.throughput import BucketCounter, rank_share
 from .recipe import accumulate_with_no_sync, ddp_wrap
 
@@ -79,6 +79,19 @@ def _sgd_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, lr: float) -> 
     opt.step()
 
 
+def reference_parameters(name: str, batch: int, lr: float, device: str | torch.device = "cpu") -> list[torch.Tensor]:
+    """One process's parameters after the same SGD step on the whole batch (03).
+
+    ``device``: the kind of device the ranks it is compared with computed on. A GPU's matrix products
+    round differently from a CPU's, so GPU ranks against a CPU reference would measure that, not DDP.
+    The BatchNorm variants train plain BatchNorm over the whole batch: the statistics SyncBatchNorm gathers.
+    """
+    dev = torch.device(device)
+    single = _equivalence_model(VARIANTS[name][0]).to(dev)
+    _sgd_step(single, *(t.to(dev) for t in _equivalence_batch(batch)), lr)
+    return [p.detach().cpu().clone() for p in single.parameters()]
+
+
 VARIANTS = {"plain": (False, False), "batchnorm": (True, False), "syncbatchnorm": (True, True)}
 
 
@@ -113,14 +126,14 @@ def run_ddp_equivalence_checks(nprocs: int = 2, batch: int = 64, lr: float = 0.5
     if batch % nprocs:
         raise ValueError(f"batch ({batch}) must divide evenly over {nprocs} processes for this comparison")
     ranks = launch(equivalence_worker, nprocs, args=(batch, lr, list(variants)), timeout=timeout, verbose=False)
+    dev = "cuda" if choose_backend(nprocs) == "nccl" else "cpu"  # the launch's choice: where the ranks computed
     out = {}
     for i, name in enumerate(variants):
         if isinstance(ranks[0][i], str):
             out[name] = {"refused": ranks[0][i], "processes": nprocs, "batch": batch}
             continue
-        single = _equivalence_model(VARIANTS[name][0])  # one process: plain BatchNorm over the whole batch
-        _sgd_step(single, *_equivalence_batch(batch), lr)
-        out[name] = {"max_abs_diff": max_abs_diff(ranks[0][i], single.parameters()),
+        single = reference_parameters(name, batch, lr, device=dev)
+        out[name] = {"max_abs_diff": max_abs_diff(ranks[0][i], single),
                      "ranks_agree": max_abs_diff(ranks[0][i], ranks[-1][i]) == 0.0, "processes": nprocs, "batch": batch}
     return out
 

@@ -98,7 +98,8 @@ def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: f
     model = ddp_wrap(DigitsCNN().to(device), device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     monitor = Monitor(log_dir, rank=rank, wandb=False) if log_dir else None
-    train(model, loader, epochs=epochs, optimizer=opt, rank=rank, desc=f"DDP × {world_size}",
+    train(model, loader, epochs=epochs, optimizer=opt, rank=rank,
+          desc=f"DDP × {world_size}, rank 0 on 1/{world_size} of each batch",  # its bar and loss: rank 0's share only
           on_epoch=sampler.set_epoch,  # a different shuffle every epoch, the same on every rank
           logger=monitor)
     if monitor is not None:

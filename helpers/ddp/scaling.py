@@ -30,7 +30,7 @@ def scaling_worker(rank: int, world_size: int, batches: list[int], repeats: int,
     """Step times of 1 process and of ``world_size`` processes at each global batch, ``repeats`` times (03).
 
     Both are measured in the same launch, in turn: "1 process" is rank 0 training alone on the
-    whole batch (DDP over a group of one: nothing to all-reduce) while the other ranks wait at a
+    whole batch (DDP over a group of one: no other rank to all-reduce with) while the other ranks wait at a
     barrier; then every rank trains on its share. Each repeat measures every batch once, taking
     turns (1 first, then N first), so a burst of outside load hits both sides alike. Both timed
     models are plain DDP: the bytes all-reduced per step are counted on a third, untimed model
@@ -241,8 +241,8 @@ def _batch_lines(r: dict, verdict: str, margin: float) -> list[str]:
 def compute_only_ideal(rows: list[dict]) -> dict:
     """Per global batch B whose share B/N was timed too: the speedup N processes would reach computing alone (03).
 
-    Each of the N processes computes on B/N samples; 1 process took ``step_s_1[B/N]`` for that. With nothing to
-    all-reduce, and each process as fast as 1 process alone, N processes would take that long a step, so the
+    Each of the N processes computes on B/N samples; 1 process took ``step_s_1[B/N]`` for that. With no other rank to
+    all-reduce with, and each process as fast as 1 process alone, N processes would take that long a step, so the
     ideal is ``step_s_1[B] / step_s_1[B/N]`` = N × (1 process's time per sample at B) / (at B/N): N× only when
     1 process's time per sample is the same at B and at B/N.
     """
@@ -260,15 +260,15 @@ def _baseline_lines(by: dict, batches: list[int], n: int, reps: int, ideal: dict
         r, part = by[b], b // n
         if b in ideal:
             line = (f"At batch {b} each of the {n} processes computes on {part} samples, which 1 process did at "
-                    f"{us[part]:.0f} µs a sample against {us[b]:.0f} µs at {b}: computing alone, with nothing to "
-                    f"all-reduce, {n} processes would be {ideal[b]:.2f}× faster (the compute-only ideal), not {n}×; "
+                    f"{us[part]:.0f} µs a sample against {us[b]:.0f} µs at {b}: computing alone, with no other rank to "
+                    f"all-reduce with, {n} processes would be {ideal[b]:.2f}× faster (the compute-only ideal), not {n}×; "
                     f"measured {r['speedup']:.2f}×, {100 * r['speedup'] / ideal[b]:.0f} % of it.")
             if ideal[b] > n * (1 + margin):
                 line += (f" Part of the speedup at {b} is a baseline effect: 1 process is slower per sample at {b} "
                          f"than at {part}, which the {n} processes, on {part} samples each, escape.")
             elif ideal[b] < n / (1 + margin):
                 line += (f" 1 process is slower per sample at {part} than at {b}: that keeps the speedup at {b} "
-                         f"below {n}× even with nothing to all-reduce.")
+                         f"below {n}× even with no other rank to all-reduce with.")
             if r["speedup_max"] > ideal[b]:
                 line += (f" A repeat went above that ideal ({r['speedup_max']:.2f}×); {reps} repeats cannot tell it "
                          f"from timing noise.")
