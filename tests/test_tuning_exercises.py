@@ -192,6 +192,37 @@ def right(config):
     from ray import tune
 
     for epoch in range(1, 4):
+        config["train_epoch"]()
+        tune.report({"score": config["x"] * epoch})
+
+
+def reports_what_training_returned(config):  # the score train_epoch returns: the same numbers, accepted
+    from ray import tune
+
+    for _ in range(3):
+        tune.report({"score": config["train_epoch"]()})
+
+
+def trains_all_then_reports(config):  # every score computed before the first report: ASHA could stop nothing
+    from ray import tune
+
+    scores = [config["train_epoch"]() for _ in range(3)]
+    for score in scores:
+        tune.report({"score": score})
+
+
+def reports_before_training(config):  # each epoch's score reported before that epoch trains
+    from ray import tune
+
+    for epoch in range(1, 4):
+        tune.report({"score": config["x"] * epoch})
+        config["train_epoch"]()
+
+
+def never_trains(config):  # the right scores, but no epoch of training between them
+    from ray import tune
+
+    for epoch in range(1, 4):
         tune.report({"score": config["x"] * epoch})
 
 
@@ -240,6 +271,7 @@ def metrics_by_name(config):  # report(metrics={...}) binds like Ray's own: acce
     from ray import tune
 
     for epoch in range(1, 4):
+        config["train_epoch"]()
         tune.report(metrics={"score": config["x"] * epoch})
 
 
@@ -256,10 +288,19 @@ def wraps_the_course_trainable(config):
 def test_the_right_trainable_passes():
     for _ in range(5):  # a new random config every time
         assert verify("04.trainable", right)[0]
+        assert verify("04.trainable", reports_what_training_returned)[0]
+
+
+@pytest.mark.parametrize("wrong", [trains_all_then_reports, reports_before_training, never_trains], ids=lambda f: f.__name__)
+def test_a_report_out_of_step_with_training_is_refused(wrong):
+    """The right scores, reported all after training or before each epoch trains: refused, with the order said."""
+    ok, msg = verify("04.trainable", wrong)
+    assert not ok and "order" in msg, msg
 
 
 @pytest.mark.parametrize("wrong", [ignores_config, table, old_keyword_form, once_at_the_end, epochs_from_zero,
-                                   epoch_as_a_keyword, never_reports, wraps_the_course_trainable],
+                                   epoch_as_a_keyword, never_reports, wraps_the_course_trainable,
+                                   trains_all_then_reports, reports_before_training, never_trains],
                          ids=lambda f: f.__name__)
 def test_wrong_trainables_are_refused(wrong):
     for _ in range(5):
@@ -279,11 +320,13 @@ def test_right_trainables_in_other_correct_forms_pass():
         "from ray.tune import report\n"
         "def my_trainable(config):\n"
         "    for epoch in (1, 2, 3):\n"
+        "        config['train_epoch']()\n"
         "        report({'score': config['x'] * epoch})\n", "my_trainable")
     tensor_score = _defined_in_a_notebook(
         "import torch\nfrom ray import tune\n"
         "def my_trainable(config):\n"
         "    for epoch in (1, 2, 3):\n"
+        "        config['train_epoch']()\n"
         "        tune.report({'score': torch.tensor(config['x'], dtype=torch.float64) * epoch})\n", "my_trainable")
     for fn in (imported_report, tensor_score):
         ok, msg = verify("04.trainable", fn)

@@ -13,12 +13,14 @@ NOTEBOOK = "04_hyperparameter_tuning"
 LIMIT_S = 180  # the tuning notebook's run-time limit; every other notebook's is 90 s
 
 
-def _reports(fn, config: dict) -> tuple[list, list, list]:
+def _reports(fn, config: dict, events: list | None = None) -> tuple[list, list, list]:
     """What the student's trainable reports for ``config``: its ``ray.tune.report`` calls, its ``ray.train.report``
     ones and its ``ray.air.session.report`` ones (the older Ray AIR form, still importable).
 
     All are replaced by recorders, as module attributes and under any name the student's module bound them to
     (``from ray.tune import report`` at the top of a notebook binds ``report`` before the check runs).
+    Each ``ray.tune.report`` call is also appended to ``events`` as ``("report", metrics)``, after whatever the
+    config's own functions appended there (``("train", score)`` for each epoch trained).
     """
     from unittest import mock
 
@@ -42,6 +44,8 @@ def _reports(fn, config: dict) -> tuple[list, list, list]:
         except TypeError as e:  # Ray's report would raise this TypeError in the trial
             refused = str(e)
         calls.append((metrics, args, kwargs, refused))
+        if events is not None:
+            events.append(("report", metrics))
 
     def record_train(*args, **kwargs):
         train_calls.append((args, kwargs))
@@ -74,14 +78,23 @@ def _trainable_behaviour(fn) -> str | None:
 
     Fast, and Ray need not run: what matters is what the function reports, and how. The rule:
     for each config, exactly one report per epoch 1, 2, 3, each one dict whose ``score`` is
-    ``config["x"] * epoch``. Several values of ``x`` (a negative one, and a random one) tell a
+    ``config["x"] * epoch``, each made after that epoch's ``config["train_epoch"]()`` (the check's stand-in for
+    one epoch of training, which returns that score) and before the next one's: a trainable that trains every
+    epoch first and reports afterwards would give ASHA nothing to stop. Several values of ``x`` (a negative one, and a random one) tell a
     trainable that reads its config from one that reports fixed numbers.
     """
     import math
     import random
 
     for x in (2.0, -0.5, round(random.uniform(2.5, 9.9), 3)):  # the third one is new every time
-        calls, train_calls, air_calls = _reports(fn, {"x": x})
+        events: list = []
+
+        def train_epoch(x=x, events=events):  # stands for one epoch of training: returns that epoch's score
+            score = x * (1 + sum(kind == "train" for kind, _ in events))
+            events.append(("train", score))
+            return score
+
+        calls, train_calls, air_calls = _reports(fn, {"x": x, "train_epoch": train_epoch}, events)
         if train_calls:
             return ("it called ray.train.report, Ray Train's; inside a Tune trainable Ray refuses it: "
                     "call ray.tune.report({'score': ...}) instead")
@@ -105,20 +118,25 @@ def _trainable_behaviour(fn) -> str | None:
         if not right:
             return (f"with config {{'x': {x}}} it reported scores {scores}; expected one report per epoch for "
                     "epochs 1 to 3, each computed from the config it was given")
+        order = [kind for kind, _ in events]
+        if order != ["train", "report"] * 3:
+            return (f"it trained and reported in the order {order}; each epoch's report must come right after that "
+                    "epoch's config['train_epoch']() and before the next epoch trains, or ASHA sees a score only "
+                    "after the training it was meant to cut short")
     return None
 
 
 EXERCISES = [
     Exercise("04.trainable", "code", behaviour=_trainable_behaviour,
-             hint="One report per epoch, from inside the loop; today's API takes one dict of metrics, and the "
-                  "config's values arrive as config['x'].",
+             hint="One report per epoch, from inside the loop, right after that epoch's config['train_epoch'](); "
+                  "today's API takes one dict of metrics, and the config's values arrive as config['x'].",
              why="A trainable is a plain function: Tune calls it with a config and reads what it reports, epoch by "
                  "epoch, which is what lets ASHA stop it early."),
     Exercise("04.rungs_rf2", "ints", digest="b582db5ce9d58ae8bc5f73069b6a9da16338afd834d6baca22a95a16d2ffc2bd",
              hint="Start from the rungs, then read section 3 again: what happens to a trial that reaches max_t, "
                   "whatever its score?",
              why="A smaller reduction factor means more rungs: more chances to stop a weak trial. max_t ends "
-                 "every trial, so it stops none of them for being weak."),
+                 "every trial (Ray's default stop_last_trials=True), so it stops none of them for being weak."),
     Exercise("04.grid_distinct", "int", digest="a44b8cb3a3c86f77a469e6b85e9b824911d0fcf92715f5890fffd7f55bcbec76",
              hint="Write how many points such a grid has in terms of the values on each axis; the budget fixes "
                   "that number.",

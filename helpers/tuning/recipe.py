@@ -169,8 +169,10 @@ STARTUP = 3  # random configurations a model-based searcher draws before its mod
 def make_searcher(name: str, seed: int = 0, startup: int = STARTUP) -> "Searcher":
     """A Tune search algorithm: ``"random"`` (seeded), ``"hyperopt"``, ``"optuna"`` (TPE) or ``"bohb"`` (04).
 
-    HyperOpt and Optuna draw ``startup`` random configurations first (their defaults, 20 and 10,
-    would use up a small budget on random draws). Optuna's TPE models all parameters together
+    HyperOpt draws ``startup`` random configurations first, counted as it proposes them; Optuna draws at
+    random until ``startup`` trials have finished (COMPLETE or PRUNED: ``TPESampler._sample_relative``), so
+    with trials running side by side it can draw more than ``startup`` at random (their defaults, 20 and
+    10, would use up a small budget on random draws). Optuna's TPE models all parameters together
     (``multivariate=True``: asked for, so that the installed Optuna's default does not decide it).
     BOHB keeps HpBandSter's default, ``min_points_in_model = d + 1`` (``d``: the number of
     hyperparameters, the least it accepts): its model for a budget starts once it has
