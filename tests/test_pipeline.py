@@ -87,7 +87,12 @@ def test_library_rows_above_the_bound_are_flagged_and_backward_waits_apportioned
     # stage 0 idles 300 ms between 3 backwards; stage 1's pieces 150 ms against 100 ms: 2 × 50 ms = 100 ms of it, a third
     ev = [(0, "B", 0, 0.0, 0.1), (0, "B", 1, 0.25, 0.35), (0, "B", 2, 0.5, 0.6), (1, "B", 0, 0.0, 0.15), (1, "B", 1, 0.2, 0.35)]
     line = P.backward_wait_line({"microbatches": 3, "events": ev})
-    assert "sat idle 300 ms" in line and "2 × 50.0 = 100 ms, 33% of the idle time; the rest (200 ms" in line
+    assert "sat idle 300.0 ms" in line and "2 × 50.00 = 100.00 ms of the 300.0 ms, 33% of the idle time; the rest (200.00 ms" in line
+    # each printed product and rest is taken from the printed figures: 7 × 1.07 = 7.49 of 10.6, rest 3.11 (not 7 × 1.1 = 7)
+    ev8 = [(0, "B", i, i * (0.008 + 0.0106 / 7), i * (0.008 + 0.0106 / 7) + 0.008) for i in range(8)] + \
+          [(1, "B", i, 0.0, 0.00907) for i in range(8)]
+    line = P.backward_wait_line({"microbatches": 8, "events": ev8})
+    assert "7 × 1.07 = 7.49 ms of the 10.6 ms" in line and "the rest (3.11 ms" in line
     ev[3:] = [(1, "B", 0, 0.0, 0.05)]
     assert "do not account for it" in P.backward_wait_line({"microbatches": 3, "events": ev})
 
@@ -265,32 +270,44 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
             r["message_s"] = [msg]
         return r
     naive = row(1, 1.0, [0.9, 1.0, 1.1], 0.2, 0.25, msg=0.01)
-    # m = 4: ideal step 1.0 / 1.6 = 0.625 s, measured 1.0 s; pieces 2× m = 1's explain 0.625 of the 0.375 s gap
+    # the bound pipelines m = 1's compute only (900 ms of its 1000 ms step), not its whole step: m = 4's bound step is
+    # 0.9 / 1.6 = 0.5625 s (not 1.0 / 1.6 = 0.625 s), measured 1.0 s; pieces 2× m = 1's explain 0.5625 of the 0.4375 s gap
     text = P.gap_lines([naive, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
-    assert "stage 0: F ×2.00, B ×2.00" in text and "all four together ×2.00" in text and "gap to the latter +375 ms" in text
-    assert "slower pieces explain 167% of the gap (more than all of it" in text and "messages 11% if each took inside the step its fastest time alone" in text
-    # messages at their fastest round, not the median: rounds 5 ms, 40 ms, 60 ms give 8 × 5 ms = 40 ms, 11% of the gap
+    assert "the stages computed 900 ms of its 1000 ms step; the bound pipelines that compute only, so the other 100 ms" in text
+    assert "stage 0: F ×2.00, B ×2.00" in text and "all four together ×2.00" in text and "gap to the latter +438 ms" in text
+    assert "slower pieces explain 129% of the gap (more than all of it" in text and "messages 9% if each took inside the step its fastest time alone" in text
+    # the step's own parts outside its compute are a cause too: m = 1's 100 ms less its two 10 ms messages, 80 ms: 18%
+    assert "the step's parts outside its compute 18% if they took m = 1's" in text and "together 156% of the gap" in text
+    # messages at their fastest round, not the median: rounds 5 ms, 40 ms, 60 ms give 8 × 5 ms = 40 ms, 9% of the gap
     noisy = dict(row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5), message_s=[0.005, 0.04, 0.06])
-    assert "messages 11% if each took inside the step its fastest time alone" in P.gap_lines([naive, noisy])
+    assert "messages 9% if each took inside the step its fastest time alone" in P.gap_lines([naive, noisy])
     # the parts vary against each other from round to round: each part's median is ×1.20, every round's sum only ×1.15;
     # the combined figure is the parts' medians summed (×1.20), never outside the four ratios it stands beside
     uneven = row(4, 1.0, [1.0, 1.0, 1.0], 0.2, 0.25)
     uneven["compute_rounds"] = [[{"F": 1.0, "B": 1.2}, {"F": 1.2, "B": 1.0}, {"F": 1.2, "B": 1.2}],
                                 [{"F": 1.2, "B": 1.2}, {"F": 1.2, "B": 1.2}, {"F": 1.0, "B": 1.2}]]
-    flat = dict(naive, compute_rounds=[[{"F": 1.0, "B": 1.0}] * 3] * 2)
+    flat = dict(naive, step_s=4.5, compute_rounds=[[{"F": 1.0, "B": 1.0}] * 3] * 2, message_s=[0.05])
+    uneven["step_s"] = 4.0
     text = P.gap_lines([flat, uneven])
     assert "stage 0: F ×1.20, B ×1.20; stage 1: F ×1.20, B ×1.20; all four together ×1.20" in text
-    # pieces (×1.20 of a 0.625 s bound step: 0.125 s) and messages timed alone (8 × 0.04 = 0.32 s) exceed the 0.375 s
-    # gap: their sum is printed and they are not called shares that "cover the gap"
-    uneven["message_s"] = [0.04]
+    # bound step 4.0 / 1.6 = 2.5 s, gap 1.5 s; pieces (×1.20: 0.5 s, 33%), messages timed alone (8 × 0.1 = 0.8 s, 53%)
+    # and the parts outside the compute (0.5 − 0.1 = 0.4 s, 27%) exceed it: their sum is printed, not called shares
+    uneven["message_s"] = [0.1]
     text = P.gap_lines([flat, uneven])
-    assert "the two add up to 119% of the gap, more than all of it: they are estimates, not shares" in text
+    assert "explain 33% of the gap, messages 53%" in text and "outside its compute 27%" in text
+    assert "together 113% of the gap, more than all of it: they are estimates, not shares" in text
     assert "together they cover" not in text and "the rest" not in text
-    text = P.gap_lines([naive, row(4, 0.8, [0.79, 0.8, 0.81], 0.22, 0.275)])   # ×1.10: 0.0625 of a 0.175 s gap
-    assert "explain 36% of the gap, messages not timed" in text and "the rest, 64%, this run does not separate" in text
-    # efficiency 1.02 > 1 against the median, but 0.92–1.12 against m = 1's rounds: no clear win
-    fast = row(2, 0.735, [0.73, 0.735, 0.74], 0.1, 0.125)
-    assert "no clear win over the bound" in P.beyond_bound_lines([naive, fast])
+    text = P.gap_lines([naive, row(4, 0.8, [0.79, 0.8, 0.81], 0.22, 0.275)])   # ×1.10: 0.05625 of a 0.2375 s gap
+    assert "explain 24% of the gap, messages not timed" in text and "outside its compute 34%" in text
+    assert "the rest, 42%, this run does not separate" in text
+    # the m = 1 step's own parts outside the compute never count for the bound: 0.67 s against the bound step
+    # 0.9 / 1.33 = 0.675 s is 1.01 of it by the medians, but 0.96–1.02 against this m's rounds: no clear win
+    fast = row(2, 0.67, [0.66, 0.67, 0.70], 0.2, 0.25)
+    text = P.beyond_bound_lines([naive, fast])
+    assert "the step, 670 ms, is shorter than the bound's, 675 ms (m = 1's compute, 900 ms" in text
+    assert "no clear win over the bound" in text
+    # 1.49× over the whole m = 1 step, above the 1.33× bound, is not above it compute against compute (0.675 / 0.68)
+    assert P.beyond_bound_lines([naive, row(2, 0.68, [0.68], 0.2, 0.25)]) == ""
     assert "above 1 even then" in P.beyond_bound_lines([naive, row(2, 0.6, [0.6], 0.1, 0.125)])
     assert P.beyond_bound_lines([naive, row(2, 0.9, [0.9], 0.2, 0.25)]) == ""
     rows = [naive, row(2, 0.7, [0.65, 0.7, 0.8], 0.2, 0.25), row(4, 0.68, [0.6, 0.68, 0.75], 0.2, 0.25)]
@@ -339,18 +356,19 @@ def test_stage_bound_uses_each_stages_measured_cost():
     equal = row(1, (0.2, 0.2), (0.4, 0.4))
     assert [round(P.stage_bound(equal, m), 4) for m in (1, 2, 8)] == [round(P.ideal_speedup(m), 4) for m in (1, 2, 8)]
     # unequal: stage 1 F 0.3, B 0.6 against 0.1, 0.2 -> per phase max + min/m; m = 2: 1.2 / (0.35 + 0.7) = 1.143
-    skew = row(1, (0.1, 0.3), (0.2, 0.6))
+    skew = dict(row(1, (0.1, 0.3), (0.2, 0.6)), step_s=1.25)   # 1.2 s of compute in a 1.25 s step
     assert round(P.stage_bound(skew, 2), 3) == 1.143 and P.stage_bound(skew, 8) < P.ideal_speedup(8)
     assert P.stage_bound(skew, 1000) < 1.34   # never better than total / slower stage = 1.2 / 0.9
     text = P.stage_cost_lines([skew, row(2, (0.1, 0.3), (0.2, 0.6))])
     assert "stage 1 takes ×3.00 the other's time" in text and "m = 2: 1.14× (1.33×)" in text
-    gap = P.gap_lines([skew, dict(row(2, (0.1, 0.3), (0.2, 0.6)), step_s=0.87)])   # just below the bound step (0.875 s)
-    assert "ideal 750 ms with equal stages, 875 ms with these stages' costs (their imbalance: +125 ms)" in gap
+    # the bound's step pipelines m = 1's compute (1.2 s), not its whole step: 0.3 + 0.05 + 0.6 + 0.1 = 1.05 s
+    gap = P.gap_lines([skew, dict(row(2, (0.1, 0.3), (0.2, 0.6)), step_s=1.04)])   # just below the bound step
+    assert "bound's step 900 ms with equal stages, 1050 ms with these stages' costs (their imbalance: +150 ms)" in gap
     assert "at or below the bound" in gap
     # stage 0's backwards: 0.0–0.1 and 0.3–0.4 -> 200 ms idle between them; stage 1's backward pieces are slower
     waits = row(2, (0.1, 0.3), (0.2, 0.6), events=[(0, "B", 0, 0.0, 0.1), (0, "B", 1, 0.3, 0.4), (1, "B", 0, 0.0, 0.3)])
     line = P.backward_wait_line(waits)
-    assert "stage 0 sat idle 200 ms" in line and "took ×3.00 stage 0's" in line
+    assert "stage 0 sat idle 200.0 ms" in line and "took ×3.00 stage 0's" in line
     lib = [{"schedule": "gpipe", "microbatches": 1, "step_s": 1.0, "step_range": (0.95, 1.05), "speedup": 1.0, "efficiency": 1.0},
            {"schedule": "gpipe", "microbatches": 2, "step_s": 0.8, "step_range": (0.78, 0.82), "speedup": 1.25, "efficiency": 0.94},
            {"schedule": "1f1b", "microbatches": 2, "step_s": 0.7, "step_range": (0.69, 0.71), "speedup": 1.43, "efficiency": 1.07}]
@@ -372,32 +390,37 @@ def test_hand_written_rows_are_judged_against_the_bound_with_the_stages_costs():
              "compute_rounds": [[{"F": f, "B": b}] * len(rounds) for f, b in parts]}
         r["efficiency"] = r["speedup"] / r["ideal_speedup"]
         return r
-    naive = row(1, 1.0, [0.98, 1.0, 1.02], [(0.2, 0.3), (0.2, 0.5)])
-    assert round(P.stage_bound(naive, 2), 3) == 1.263
-    cheap = row(2, 0.76, [0.75, 0.76, 0.77], [(0.19, 0.28), (0.19, 0.47)])   # pieces ×0.94 of m = 1's time
+    # 0.98 s of compute in m = 1's 1.0 s step: the bound at m = 2 is 0.98 / (0.16 + 0.08 + 0.4 + 0.13) = 1.27×, its step 0.77 s
+    parts = [(0.16, 0.26), (0.16, 0.4)]
+    naive = row(1, 1.0, [0.98, 1.0, 1.02], parts)
+    assert round(P.stage_bound(naive, 2), 3) == 1.273 and round(P.bound_step(naive, 2), 3) == 0.77
+    cheap = row(2, 0.76, [0.755, 0.76, 0.765], [(f * 0.94, b * 0.94) for f, b in parts])   # pieces ×0.94 of m = 1's time
     assert round(cheap["efficiency"], 2) == 0.99
     text = P.beyond_bound_lines([naive, cheap])
-    assert text.startswith("m = 2: 1.32× is above the bound with these stages' costs (1.26×): 1.04 of it")
+    assert text.startswith("m = 2: the step, 760 ms, is shorter than the bound's, 770 ms (m = 1's compute, 980 ms, ÷ the "
+                           "bound with these stages' costs, 1.27×): 1.01 of it")
     assert "efficiency 0.99 against the equal-cost ideal, 1.33×" in text
-    # the range takes both rows' rounds: m = 1's fastest over m = 2's slowest (0.98 / 0.77) to the reverse (1.02 / 0.75)
-    assert "(m = 1: 980–1020 ms, m = 2: 750–770 ms) it is 1.01–1.08: above 1 even then" in text
+    # the range takes m = 1's compute in its rounds (constant here) and this m's rounds: 0.77 / 0.765 to 0.77 / 0.755
+    assert "(m = 1's compute: 980–980 ms, m = 2: 755–765 ms) it is 1.01–1.02: above 1 even then" in text
     assert "pieces of 1,024 rows took ×0.94" in text and "(both rows' rounds: ×0.94–0.94)" in text
     assert "cost less per row than 2,048 rows" in text
-    assert "each piece costs 1/m of the whole) failed; the bound at that cost, 1.26× ÷ 0.94 = 1.34×" in text
+    assert "each piece costs 1/m of the whole) failed; the bound at that cost, 1.27× ÷ 0.94 = 1.35×" in text
+    assert "against the measured m = 1 compute ÷ this step, 1.29×" in text
     # the same step with pieces at m = 1's cost: above the bound, but not said to be explained by cheap pieces
-    same = row(2, 0.76, [0.75, 0.76, 0.77], [(0.2, 0.3), (0.2, 0.5)])
+    same = row(2, 0.76, [0.755, 0.76, 0.765], parts)
     text = P.beyond_bound_lines([naive, same])
     assert "above 1 even then" in text and "cost less per row" not in text and "this run does not separate" in text
     # pieces dearer than m = 1's in every round: the pieces are not the cause, and the line says so
-    dear = row(2, 0.76, [0.75, 0.76, 0.77], [(0.21, 0.315), (0.21, 0.525)])
+    dear = row(2, 0.76, [0.755, 0.76, 0.765], [(f * 1.05, b * 1.05) for f, b in parts])
     text = P.beyond_bound_lines([naive, dear])
     assert "took ×1.05" in text and "the pieces did not cost less, and this run does not say what made" in text
     # a wide m = 1 baseline: above the bound by the median only, no clear win
-    wide = dict(naive, step_rounds=[0.9, 1.0, 1.1], step_range=(0.9, 1.1))
+    wide = dict(naive, compute_rounds=[[{"F": f * k, "B": b * k} for k in (0.95, 1.0, 1.05)] for f, b in parts])
     text = P.beyond_bound_lines([wide, cheap])
     assert "no clear win over the bound" in text and "cost less" not in text
     # at or under the stage bound: nothing
-    assert P.beyond_bound_lines([naive, row(2, 0.8, [0.8], [(0.2, 0.3), (0.2, 0.5)])]) == ""   # 1.25× < 1.26×
+    assert P.beyond_bound_lines([naive, row(2, 0.78, [0.78], parts)]) == ""   # 0.77 / 0.78 < 1
+    # the whole m = 1 step over this step (1.0 / 0.78 = 1.28×) passes the 1.27× bound: compute against compute it does not
 
 
 def test_a_win_over_the_bound_takes_both_rows_rounds_and_names_a_cause_only_outside_their_spread():
@@ -413,15 +436,17 @@ def test_a_win_over_the_bound_takes_both_rows_rounds_and_names_a_cause_only_outs
     # 1.03–1.09 "above 1 even then"; with m = 2's slowest round it is 245 / 186 / 1.32 ≈ 1.00: no clear win
     naive = row(1, [0.245, 0.246, 0.246, 0.250, 0.260], [[(0.041, 0.077), (0.045, 0.080)]] * 5)
     naive["speedup"], naive["efficiency"] = 1.0, 1.0
-    m2 = row(2, [0.179, 0.180, 0.181, 0.184, 0.186], [[(0.039, 0.070), (0.041, 0.081)]] * 5)
+    # compute against compute: m = 1's 243 ms of compute pipelined gives a 184 ms step; m = 2's 181 ms is 1.02 of it by
+    # the medians, 0.184 / 0.1845 = 0.997 (not printed "1.00") to 0.184 / 0.179 = 1.03 by the rounds: no clear win
+    m2 = row(2, [0.179, 0.180, 0.181, 0.184, 0.1845], [[(0.039, 0.070), (0.041, 0.081)]] * 5)
     assert round(P.stage_bound(naive, 2), 2) == 1.32 and round(m2["speedup"], 2) == 1.36
     text = P.beyond_bound_lines([naive, m2])
-    assert "1.03 of it by the medians" in text and "it is 0.997–1.10: within the rounds' spread, no clear win" in text
+    assert "1.02 of it by the medians" in text and "it is 0.997–1.03: within the rounds' spread, no clear win" in text
     assert "above 1 even then" not in text and "cost less" not in text
-    # a clear win (m = 2's rounds 170–175 ms) whose pieces' rounds straddle ×1.00 (0.95 in the median, one round at
+    # a clear win (m = 2's rounds 160–165 ms) whose pieces' rounds straddle ×1.00 (0.95 in the median, one round at
     # m = 1's cost, one m = 1 round cheap): the cause is not named, it is said not to be separated
     parts = [[(0.039, 0.070), (0.041, 0.081)]] * 4 + [[(0.041, 0.077), (0.045, 0.080)]]
-    clear = row(2, [0.170, 0.171, 0.172, 0.174, 0.175], parts)
+    clear = row(2, [0.160, 0.161, 0.162, 0.164, 0.165], parts)
     base = dict(naive, compute_rounds=[[{"F": f, "B": b} for f, b in
                                         ([(0.041, 0.077)] * 4 + [(0.039, 0.070)])] if s == 0 else
                                        [{"F": f, "B": b} for f, b in ([(0.045, 0.080)] * 4 + [(0.041, 0.081)])]
@@ -431,7 +456,7 @@ def test_a_win_over_the_bound_takes_both_rows_rounds_and_names_a_cause_only_outs
     assert "includes ×1.00: whether cheaper pieces made the step faster than the bound, this run does not separate" in text
     assert "cost less per row" not in text
     # every round of the pieces below m = 1's every round: the cause is named
-    cheap = row(2, [0.170, 0.171, 0.172, 0.174, 0.175], [[(0.039, 0.070), (0.041, 0.081)]] * 5)
+    cheap = row(2, [0.160, 0.161, 0.162, 0.164, 0.165], [[(0.039, 0.070), (0.041, 0.081)]] * 5)
     text = P.beyond_bound_lines([naive, cheap])
     assert "cost less per row than 2,048 rows" in text and "does not separate" not in text
 
@@ -450,3 +475,44 @@ def test_the_backward_count_is_printed_beside_the_measured_ratio():
     ev = [(0, "B", 0, 0.0, 0.1), (0, "B", 1, 0.25, 0.35), (1, "B", 0, 0.0, 0.15), (1, "B", 1, 0.2, 0.35)]
     line = P.backward_wait_line({"microbatches": 2, "events": ev}, base=row(1, 0.077, 0.080))
     assert "took ×1.50 stage 0's in that round (the whole backward at m = 1: ×1.04)" in line
+
+
+def test_printed_sums_add_up_and_the_bound_compares_compute_with_compute():
+    def row(m, step, parts, rows=2048):   # parts: [(F, B) of stage 0, (F, B) of stage 1], one round
+        r = {"microbatches": m, "microbatch_rows": rows // m, "step_s": step, "step_rounds": [step],
+             "step_range": (step, step), "speedup": 0.265 / step, "ideal_speedup": P.ideal_speedup(m),
+             "compute_rounds": [[{"F": f, "B": b}] for f, b in parts]}
+        r["efficiency"] = r["speedup"] / r["ideal_speedup"]
+        return r
+    # the notebook's m = 1: 47.4 + 79.4 ms (126.8) on stage 0 prints "47 + 79 = 126", never "= 127"
+    naive = row(1, 0.265, [(0.0474, 0.0794), (0.0423, 0.0888)])
+    m2 = row(2, 0.187, [(0.040, 0.075), (0.043, 0.083)])
+    text = P.stage_cost_lines([naive, m2])
+    assert "stage 0: F 47 ms + B 79 ms = 126 ms; stage 1: F 42 + B 89 = 131 ms" in text
+    assert "best speedup of this compute (257 ms at m = 1)" in text
+    # the table's "against it" is m = 1's compute over the step, ÷ the bound: at m = 1 the share computed (0.97),
+    # and m = 2 against the bound's step 0.2579 / 1.31 = 0.197 s: 1.05, where the whole step's ratio gave 1.08
+    table = P.gpipe_table([naive, m2])
+    line1, line2 = table.splitlines()[1:3]
+    assert line1.split()[-2] == "0.97" and line2.split()[-2] == "1.05"
+    # the compute is printed as the stages' printed figures summed (126 + 131 = 257), in every line that names it
+    assert "against it = m = 1's compute (257 ms of its 265 ms step) ÷ this m's step, ÷ bound" in table
+    assert "efficiency above 1.00 at m = 2" in table and "8 ms of it outside the compute" in table
+    assert "the stages computed 257 ms of its 265 ms step" in P.gap_lines([naive, m2])
+    assert "efficiency above" not in P.gpipe_table([naive, row(2, 0.21, [(0.040, 0.075), (0.043, 0.083)])])
+    # gap_lines' imbalance and gap are differences of the printed steps: 198.6 → 199 and 202.4 → 202 give +3, not +4
+    base = row(1, 0.27, [(0.0, 0.1324), (0.0, 0.1324)])   # 264.8 ms of compute: equal stages 198.6 ms at m = 2
+    base["compute_rounds"] = [[{"F": 0.0662, "B": 0.0648}], [{"F": 0.0600, "B": 0.0738}]]   # bound's step 202.4 ms
+    assert round(1e3 * P.bound_step(base, 2), 1) == 202.4
+    text = P.gap_lines([base, row(2, 0.2074, [(0.033, 0.033), (0.030, 0.036)])])
+    assert "bound's step 199 ms with equal stages, 202 ms with these stages' costs (their imbalance: +3 ms)" in text
+    assert "gap to the latter +5 ms" in text   # 207 − 202, not 207.4 − 202.4
+
+
+def test_held_micro_batches_are_said_as_rows_of_the_batch():
+    lib = [{"schedule": "gpipe", "microbatches": m, "peak_live": [m, m]} for m in (1, 2, 8)] + \
+          [{"schedule": "1f1b", "microbatches": m, "peak_live": [2, 1]} for m in (2, 8)]
+    text = P.held_rows_lines(lib, 2048).splitlines()
+    assert all(t.count("the whole batch") == 2 for t in text[1:4])   # GPipe: m × batch/m at every m
+    assert "stage 0 2 × 1,024 = 2,048 rows (the whole batch), stage 1 1 × 1,024 = 1,024 rows (1/2 of the batch)" in text[4]
+    assert "stage 0 2 × 256 = 512 rows (1/4 of the batch), stage 1 1 × 256 = 256 rows (1/8 of the batch)" in text[5]

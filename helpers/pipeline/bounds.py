@@ -9,8 +9,8 @@ import statistics
 
 from .instruments import ideal_speedup
 
-__all__ = ["gap_lines", "beyond_bound_lines", "stage_costs", "stage_bound", "backward_products", "stage_cost_lines",
-           "backward_wait_line"]
+__all__ = ["gap_lines", "beyond_bound_lines", "stage_costs", "compute_ms", "stage_bound", "bound_step", "against_bound",
+           "backward_products", "stage_cost_lines", "backward_wait_line"]
 
 
 def _slowdown(row: dict, base: dict) -> float:
@@ -32,51 +32,64 @@ def _compute(row: dict, stage: int | None = None, kinds: str = "FB") -> list[flo
 
 
 def gap_lines(rows: list[dict]) -> str:
-    """Per m: the gap between the measured step and the ideal, and how much of it two measured causes explain (01).
+    """Per m: the gap between the measured step and the bound's step, and how much of it three measured causes explain (01).
 
-    Bound step = the m = 1 median ÷ ``stage_bound`` (the two stages' measured costs; printed beside
-    the equal-cost ideal, m = 1 ÷ 2m/(m + 1)). Pieces slower inside the step: if both stages'
-    forwards and backwards together took k times m = 1's (``_slowdown``: the four parts' medians
-    summed, so k lies within the four printed ratios), the model gives a step k times the bound, so
-    they explain bound × (k − 1). Messages: 2m one-way times timed alone, outside the step, one
-    after another, each at its size's fastest round (``message_lines`` says why not the median): an
-    estimate, not a bound (isend lets the sender compute on; inside the step a message may take
-    longer or shorter). What is left is not separated by this run.
+    Bound step = ``bound_step``: the m = 1 step's compute (the two stages' summed forwards and
+    backwards), pipelined with the two stages' measured costs; printed beside the equal-cost ideal,
+    that compute ÷ 2m/(m + 1). The bound pipelines the compute only: the m = 1 step's time outside
+    it (zero_grad, the SGD update, its two messages, waiting) is not in it. Pieces slower inside the
+    step: if both stages' forwards and backwards together took k times m = 1's (``_slowdown``: the
+    four parts' medians summed, so k lies within the four printed ratios), the model gives a step k
+    times the bound's, so they explain bound × (k − 1). Messages: 2m one-way times timed alone,
+    outside the step, one after another, each at its size's fastest round (``message_lines`` says
+    why not the median): an estimate, not a bound (isend lets the sender compute on; inside the step
+    a message may take longer or shorter). The step's own parts outside the compute: m = 1's time
+    outside its compute, less its two messages at their fastest where they were timed. What is left
+    is not separated by this run. Printed differences are taken from the printed (rounded) values.
     """
     base = rows[0]
-    c1 = statistics.median(_compute(base))
+    c1 = sum(f + b for f, b in stage_costs(base))
+    step1, c1_ms = round(1e3 * base["step_s"]), compute_ms(base)
+    msg1 = 2 * min(base["message_s"]) if "message_s" in base else None
+    outside = max(0.0, base["step_s"] - c1 - (msg1 or 0.0))
     lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
-             f"m = 1: the stages computed {1e3 * c1:.0f} ms of its {1e3 * base['step_s']:.0f} ms step"]
+             f"m = 1: the stages computed {c1_ms} ms of its {step1} ms step; the bound pipelines that compute only, "
+             f"so the other {step1 - c1_ms} ms (zero_grad, the SGD update, its two messages, waiting) is not in it and can "
+             "lengthen any m's step"]
     for r in rows[1:]:
-        m, equal_step = r["microbatches"], base["step_s"] / ideal_speedup(r["microbatches"])
-        ideal_step = base["step_s"] / stage_bound(base, m)
+        m = r["microbatches"]
+        equal_step, ideal_step = c1 / ideal_speedup(m), bound_step(base, m)
+        step_ms, equal_ms, ideal_ms = round(1e3 * r["step_s"]), round(1e3 * equal_step), round(1e3 * ideal_step)
         gap = r["step_s"] - ideal_step
         per = "; ".join(f"stage {s}: F ×{statistics.median(_compute(r, s, 'F')) / statistics.median(_compute(base, s, 'F')):.2f}, "
                         f"B ×{statistics.median(_compute(r, s, 'B')) / statistics.median(_compute(base, s, 'B')):.2f}"
                         for s in (0, 1))
         k = _slowdown(r, base)
-        lines.append(f"m = {m:>2}: step {1e3 * r['step_s']:.0f} ms; ideal {1e3 * equal_step:.0f} ms with equal stages, "
-                     f"{1e3 * ideal_step:.0f} ms with these stages' costs (their imbalance: {1e3 * (ideal_step - equal_step):+.0f} ms); "
-                     f"gap to the latter {1e3 * gap:+.0f} ms\n        pieces' summed time against m = 1's: {per}; "
+        lines.append(f"m = {m:>2}: step {step_ms} ms; bound's step {equal_ms} ms with equal stages, "
+                     f"{ideal_ms} ms with these stages' costs (their imbalance: {ideal_ms - equal_ms:+d} ms); "
+                     f"gap to the latter {step_ms - ideal_ms:+d} ms\n        pieces' summed time against m = 1's: {per}; "
                      f"all four together ×{k:.2f}")
         if gap <= 0:
             lines.append("        at or below the bound with these stages' costs: no gap to explain")
             continue
-        pieces = ideal_step * (k - 1)
+        pieces = max(ideal_step * (k - 1), 0.0)
         msg = 2 * m * min(r["message_s"]) if "message_s" in r else None   # each size's fastest round (message_lines)
-        rest = gap - max(pieces, 0.0) - (msg or 0.0)
-        said = (f"        slower pieces explain {pieces / gap:.0%} of the gap"
+        pct = {"pieces": round(100 * pieces / gap), "msg": round(100 * (msg or 0.0) / gap), "out": round(100 * outside / gap)}
+        said = (f"        slower pieces explain {pct['pieces']}% of the gap"
                 + (" (more than all of it: GPipe's model with these pieces gives a longer step than measured)"
                    if pieces > gap else "")
-                + (f", messages {msg / gap:.0%} if each took inside the step its fastest time alone"
-                   if msg is not None else ", messages not timed in this run"))
-        if rest > 0:
-            said += (f"; the rest, {rest / gap:.0%}, this run does not separate (the optimizer step, the barrier, "
-                     "waiting on the other stage)")
-        elif msg is not None and pieces <= gap < pieces + msg:
-            said += (f"; the two add up to {(pieces + msg) / gap:.0%} of the gap, more than all of it: they are estimates, "
-                     "not shares (inside the step a message may cost less than alone, or pass while a stage computes)")
-        elif pieces <= gap:
+                + (f", messages {pct['msg']}% if each took inside the step its fastest time alone"
+                   if msg is not None else ", messages not timed in this run")
+                + f", the step's parts outside its compute {pct['out']}% if they took m = 1's "
+                + ("(its time outside its compute less its two messages)" if msg1 is not None
+                   else "(its time outside its compute, its messages included)"))
+        total = pct["pieces"] + pct["msg"] + pct["out"]
+        if total < 100:
+            said += f"; the rest, {100 - total}%, this run does not separate (waiting on the other stage, uneven pieces)"
+        elif total > 100:
+            said += (f"; together {total}% of the gap, more than all of it: they are estimates, not shares (inside the "
+                     "step a message may cost less than alone, or pass while a stage computes)")
+        else:
             said += "; together they cover the gap"
         lines.append(said)
     return "\n".join(lines)
@@ -88,8 +101,10 @@ def beyond_bound_lines(rows: list[dict]) -> str:
     ``rows[0]`` is the baseline (m = 1). The ratio's range takes both rows' rounds at their extremes,
     as ``piece_model_lines`` does: m = 1's fastest round over this m's slowest, to m = 1's slowest over
     this m's fastest; a win over the bound is said only where the whole range lies above 1.
-    Rows of the hand-written GPipe carry the step's events (``compute_rounds``): they are tested
-    against the tighter bound, ``stage_bound`` with the two stages' measured costs, and the lines say
+    Rows of the hand-written GPipe carry the step's events (``compute_rounds``): their step is tested
+    against the tighter bound's step, ``bound_step`` (m = 1's compute alone, pipelined with the two
+    stages' measured costs: the step's other parts only lengthen a step, so a step below it needs
+    pieces cheaper than 1/m of m = 1's, or m = 1's compute timed long), and the lines say
     what the pieces cost inside the step, with the range of their rounds; cheaper pieces are named as
     the cause (the bound assumes each piece costs 1/m of the whole) only where that range lies below
     ×1.00. The library's rows (with ``schedule``) carry no events: they are tested against the
@@ -104,21 +119,29 @@ def beyond_bound_lines(rows: list[dict]) -> str:
         m = r["microbatches"]
         tight = staged and "compute_rounds" in r
         bound = stage_bound(base, m) if tight else r["ideal_speedup"]
-        against = r["speedup"] / bound
+        against = against_bound(base, r) if tight else r["speedup"] / bound
         if round(against, 2) <= 1:   # above 1.00 as printed, not 1.004
             continue
-        (blo, bhi), (rlo, rhi) = base["step_range"], r["step_range"]
-        lo, hi = blo / rhi / bound, bhi / rlo / bound
+        (rlo, rhi) = r["step_range"]
+        if tight:   # the bound's step scales with m = 1's compute: its rounds' fastest and slowest sums
+            c1, (blo, bhi) = sum(f + b for f, b in stage_costs(base)), (min(_compute(base)), max(_compute(base)))
+            lo, hi = bound_step(base, m) * blo / c1 / rhi, bound_step(base, m) * bhi / c1 / rlo
+        else:
+            (blo, bhi) = base["step_range"]
+            lo, hi = blo / rhi / bound, bhi / rlo / bound
         who = (f"library {r['schedule']} m = {m}" if "schedule" in r else f"m = {m}")
         if not tight:
             line = (f"{who}: efficiency {r['efficiency']:.2f} > 1 against the m = 1 median "
                     f"({1e3 * base['step_s']:.0f} ms)")
         else:
-            line = (f"{who}: {r['speedup']:.2f}× is above the bound with these stages' costs ({bound:.2f}×): "
-                    f"{against:.2f} of it by the medians (efficiency {r['efficiency']:.2f} against the equal-cost "
-                    f"ideal, {r['ideal_speedup']:.2f}×)")
+            line = (f"{who}: the step, {1e3 * r['step_s']:.0f} ms, is shorter than the bound's, "
+                    f"{1e3 * bound_step(base, m):.0f} ms (m = 1's compute, {compute_ms(base)} ms, ÷ the bound with these "
+                    f"stages' costs, {bound:.2f}×): {against:.2f} of it by the medians (speedup over the whole m = 1 "
+                    f"step {r['speedup']:.2f}×, efficiency {r['efficiency']:.2f} against the equal-cost ideal, "
+                    f"{r['ideal_speedup']:.2f}×)")
         lo_s = f"{lo:.3f}" if round(lo, 2) == 1 else f"{lo:.2f}"   # 0.997 is within the spread: not printed "1.00"
-        line += (f"\n  by both rows' rounds (m = 1: {1e3 * blo:.0f}–{1e3 * bhi:.0f} ms, m = {m}: {1e3 * rlo:.0f}–"
+        first = "m = 1's compute" if tight else "m = 1"
+        line += (f"\n  by both rows' rounds ({first}: {1e3 * blo:.0f}–{1e3 * bhi:.0f} ms, m = {m}: {1e3 * rlo:.0f}–"
                  f"{1e3 * rhi:.0f} ms) it is {lo_s}–{hi:.2f}")
         if lo <= 1:
             line += ": within the rounds' spread, no clear win over the bound"
@@ -133,7 +156,8 @@ def beyond_bound_lines(rows: list[dict]) -> str:
                 whole = f"{rows_m1:,} rows" if rows_m1 else "the whole batch"
                 line += (f"\n  so here {pieces} cost less per row than {whole}, and the bound's assumption (each "
                          f"piece costs 1/m of the whole) failed; the bound at that cost, {bound:.2f}× ÷ {k:.2f} = "
-                         f"{bound / k:.2f}×, against the measured {r['speedup']:.2f}×")
+                         f"{bound / k:.2f}×, against the measured m = 1 compute ÷ this step, "
+                         f"{c1 / r['step_s']:.2f}× (the step's other parts only lengthen a step)")
             elif klo <= 1:
                 line += ("\n  that range includes ×1.00: whether cheaper pieces made the step faster than the bound, "
                          "this run does not separate")
@@ -148,9 +172,31 @@ def beyond_bound_lines(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def compute_ms(base: dict) -> int:
+    """m = 1's compute as printed: the four parts' medians (``stage_costs``) each rounded to a ms, summed, so that it
+    equals the sum of the per-stage figures ``stage_cost_lines`` prints (01)."""
+    return sum(round(1e3 * t) for c in stage_costs(base) for t in c)
+
+
 def stage_costs(base: dict) -> list[tuple[float, float]]:
     """Each stage's summed forward and backward seconds in the m = 1 step, median of its rounds (01)."""
     return [(statistics.median(_compute(base, s, "F")), statistics.median(_compute(base, s, "B"))) for s in (0, 1)]
+
+
+def bound_step(base: dict, m: int) -> float:
+    """The shortest GPipe step for two stages of the measured costs ``stage_costs(base)``, messages and the step's
+    other parts free: per phase, the slower stage's whole work plus one micro-batch of the other's (01)."""
+    (f0, b0), (f1, b1) = stage_costs(base)
+    return max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m
+
+
+def against_bound(base: dict, row: dict) -> float:
+    """The bound's step over the measured one: m = 1's compute ÷ this step, ÷ ``stage_bound`` (01).
+
+    Both sides count m = 1's compute only (the bound pipelines nothing else), so at m = 1 it is the
+    share of the step the stages computed; above 1.00 the step beat the bound.
+    """
+    return bound_step(base, row["microbatches"]) / row["step_s"]
 
 
 def stage_bound(base: dict, m: int) -> float:
@@ -158,10 +204,11 @@ def stage_bound(base: dict, m: int) -> float:
 
     Each phase (all forwards, then all backwards) lasts at least the slower stage's whole work plus
     one micro-batch of the faster one's, the pipe filling or draining: max + min/m. Two stages of
-    equal cost give GPipe's ideal 2m/(m + 1); unequal ones give less.
+    equal cost give GPipe's ideal 2m/(m + 1); unequal ones give less. A ratio of compute times: the
+    numerator is m = 1's compute, not its whole step (``against_bound`` compares like with like).
     """
     (f0, b0), (f1, b1) = stage_costs(base)
-    return (f0 + f1 + b0 + b1) / (max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m)
+    return (f0 + f1 + b0 + b1) / bound_step(base, m)
 
 
 def backward_products(stages: list) -> list[int]:
@@ -188,9 +235,10 @@ def stage_cost_lines(rows: list[dict], products: list[int] | None = None) -> str
     """
     (f0, b0), (f1, b1) = costs = stage_costs(rows[0])
     slow = max((0, 1), key=lambda s: sum(costs[s]))
-    lines = [f"m = 1, inside the step (median of {len(rows[0]['step_rounds'])} rounds): stage 0: F {1e3 * f0:.0f} ms + "
-             f"B {1e3 * b0:.0f} ms = {1e3 * (f0 + b0):.0f} ms; stage 1: F {1e3 * f1:.0f} + B {1e3 * b1:.0f} = "
-             f"{1e3 * (f1 + b1):.0f} ms: stage {slow} takes ×{sum(costs[slow]) / sum(costs[1 - slow]):.2f} the other's time"]
+    ms = [[round(1e3 * t) for t in c] for c in costs]   # sums of the printed values, so each printed sum adds up
+    lines = [f"m = 1, inside the step (median of {len(rows[0]['step_rounds'])} rounds): stage 0: F {ms[0][0]} ms + "
+             f"B {ms[0][1]} ms = {sum(ms[0])} ms; stage 1: F {ms[1][0]} + B {ms[1][1]} = "
+             f"{sum(ms[1])} ms: stage {slow} takes ×{sum(costs[slow]) / sum(costs[1 - slow]):.2f} the other's time"]
     if products:
         measured, counted = b1 / b0, products[1] / products[0]
         same = round(measured, 2) == round(counted, 2)
@@ -199,8 +247,8 @@ def stage_cost_lines(rows: list[dict], products: list[int] | None = None) -> str
                      f"the square layers), ×{counted:.2f} the work in them"
                      + (": here the time's ratio matches the count" if same else
                         ": the count is work, not time, and this run does not separate why the time's ratio differs"))
-    lines.append("best speedup with these costs (per phase: the slower stage's work + one micro-batch of the other's) "
-                 "against the equal-cost ideal 2m/(m + 1): "
+    lines.append(f"best speedup of this compute ({sum(ms[0]) + sum(ms[1])} ms at m = 1) with these costs (per phase: the "
+                 "slower stage's work + one micro-batch of the other's) against the equal-cost ideal 2m/(m + 1): "
                  + ", ".join(f"m = {r['microbatches']}: {stage_bound(rows[0], r['microbatches']):.2f}× "
                              f"({r['ideal_speedup']:.2f}×)" for r in rows[1:]))
     return "\n".join(lines)
@@ -218,7 +266,7 @@ def backward_wait_line(row: dict, stage: int = 0, base: dict | None = None) -> s
     """
     spans = sorted((a, b) for s, k, _, a, b in row["events"] if s == stage and k == "B")
     wait = sum(max(0.0, a2 - b1) for (_, b1), (a2, _) in zip(spans, spans[1:]))
-    line = (f"m = {row['microbatches']}: stage {stage} sat idle {1e3 * wait:.0f} ms between its backwards in the shown "
+    line = (f"m = {row['microbatches']}: stage {stage} sat idle {1e3 * wait:.1f} ms between its backwards in the shown "
             f"round (the gaps between its B bars)")
     if stage != 0 or wait <= 0 or len(spans) < 2:
         return line
@@ -228,15 +276,16 @@ def backward_wait_line(row: dict, stage: int = 0, base: dict | None = None) -> s
         return line + ("; stage 1's backward pieces were not slower than stage 0's on average in that round, so their "
                        "means do not account for it: the messages' delivery and uneven pieces, which this run does not "
                        "separate, do")
-    d = mean[1] - mean[0]
+    d = round(1e3 * (mean[1] - mean[0]), 2)   # ms, as printed: the product and the rest below are taken from it
+    slower, wait_ms = (len(spans) - 1) * d, round(1e3 * wait, 1)
     whole = ""
     if base is not None:
         (_, b0), (_, b1) = stage_costs(base)
         whole = f" (the whole backward at m = 1: ×{b1 / b0:.2f})"
     return line + (f"; stage 1's backward pieces took ×{mean[1] / mean[0]:.2f} stage 0's in that round{whole}, and each B0.i waits "
-                   f"for B1.i's gradient: at the two stages' means that makes stage 0 wait {1e3 * d:.1f} ms before each "
-                   f"backward but the first, {len(spans) - 1} × {1e3 * d:.1f} = {1e3 * slower:.0f} ms, "
-                   + (f"{slower / wait:.0%} of the idle time; the rest ({1e3 * (wait - slower):.0f} ms: the messages' "
-                      "delivery, uneven pieces) this run does not separate" if slower < 0.995 * wait
-                      else "all of the idle time" if slower <= 1.005 * wait
+                   f"for B1.i's gradient: at the two stages' means that makes stage 0 wait {d:.2f} ms before each "
+                   f"backward but the first, {len(spans) - 1} × {d:.2f} = {slower:.2f} ms of the {wait_ms:.1f} ms, "
+                   + (f"{slower / wait_ms:.0%} of the idle time; the rest ({wait_ms - slower:.2f} ms: the messages' "
+                      "delivery, uneven pieces) this run does not separate" if slower < 0.995 * wait_ms
+                      else "all of the idle time" if slower <= 1.005 * wait_ms
                       else "more than the idle time (the pieces were uneven)"))

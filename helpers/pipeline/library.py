@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from fractions import Fraction
 from typing import Sequence
 
 import torch
@@ -18,7 +19,7 @@ from ..dist.ranks import agree, local_device
 from .instruments import ideal_speedup, rotated_rounds
 from .recipe import _check_split, build_schedule, make_stages, schedule_step, synthetic_batch
 
-__all__ = ["LiveCounter", "library_worker", "reference_gradients", "run_library"]
+__all__ = ["LiveCounter", "library_worker", "reference_gradients", "run_library", "held_rows_lines"]
 
 
 class LiveCounter(nn.Module):
@@ -126,3 +127,21 @@ def run_library(schedules: Sequence[str] = ("gpipe", "1f1b"), ms: Sequence[int] 
             row["efficiency"] = row["speedup"] / row["ideal_speedup"]
         rows.append(row)
     return rows
+
+
+def held_rows_lines(lib: list[dict], batch: int) -> str:
+    """The peak held micro-batches as rows of the batch: each micro-batch is batch / m rows (01).
+
+    A stage's saved activations grow with the rows it holds (same layers, same width), so GPipe's
+    m micro-batches of batch / m rows are the whole batch at every m, and 1F1B's p − s of them are
+    (p − s)/m of it.
+    """
+    lines = [f"rows whose activations each stage held at its peak (peak held × {batch:,} / m rows per micro-batch):"]
+    for r in lib:
+        m = r["microbatches"]
+        held = [k * (batch // m) for k in r["peak_live"]]
+        lines.append(f"{r['schedule']:>6} m = {m}: " + ", ".join(
+            f"stage {s} {k} × {batch // m:,} = {h:,} rows ("
+            + ("the whole batch" if h == batch else f"{Fraction(h, batch)} of the batch") + ")"
+            for s, (k, h) in enumerate(zip(r["peak_live"], held))))
+    return "\n".join(lines)

@@ -41,7 +41,7 @@ def plot_timelines(rows: list[dict], label: str = "") -> Figure | None:
     axes[0, 0].legend(handles=[Patch(color=colors["F"], label="Fs.i: stage s's forward of micro-batch i (panels with narrow bars: i only)"),
                                Patch(color=colors["B"], label="Bs.i: its backward")],
                       loc="lower left", bbox_to_anchor=(0, 1.25), ncol=2, fontsize=8, frameon=False)
-    axes[-1, 0].set_xlabel("seconds since the step's first computation began (F0.0's start; gaps: the stage is idle)")
+    axes[-1, 0].set_xlabel("seconds since the step's first computation began (F0.0's start; gaps: the stage computes nothing)")
     return finish(fig, label)
 
 
@@ -50,7 +50,8 @@ def plot_speedup(rows: list[dict], library_rows: list[dict] | None = None, label
     fig, ax = plt.subplots(figsize=(9, 3.8))
     ms = [r["microbatches"] for r in rows]
     fine = [1 + k / 10 for k in range(0, 10 * (max(ms) - 1) + 1)]
-    ax.plot(fine, [ideal_speedup(m) for m in fine], "k:", label="ideal 2m/(m+1)")
+    ax.plot(fine, [ideal_speedup(m) for m in fine], "k:",
+            label="ideal 2m/(m+1): compute alone, pieces 1/m of it (a whole step can pass it: section 3)")
     ax.plot(ms, [r["speedup"] for r in rows], "o-", label="hand-written GPipe (over its own m = 1)")
     for name in sorted({r["schedule"] for r in library_rows or []}):
         rs = [r for r in library_rows if r["schedule"] == name and "speedup" in r]
