@@ -310,6 +310,28 @@ def _largest_through_the_calculator(gpu_gb, world_size, strategy, precision):
     return int(gpu_gb * 1e9 / per)
 
 
+def _fewest_through_the_unwrapped_calculator(params, gpu_gb, strategy, precision):
+    from helpers.sharding import memory_per_rank
+    memory_per_rank.__wrapped__(params, 1, strategy, precision)   # past the argument check: still the calculator
+    return _fewest(params, gpu_gb, strategy, precision)
+
+
+def _fewest_through_the_checks_rule(params, gpu_gb, strategy, precision):
+    from helpers.sharding.lesson import _fewest_rule
+    return _fewest_rule(params, gpu_gb, strategy, precision)
+
+
+def _largest_through_the_checks_rule(gpu_gb, world_size, strategy, precision):
+    from helpers.sharding.lesson import _largest_rule
+    return _largest_rule(gpu_gb, world_size, strategy, precision)
+
+
+def _largest_through_the_unwrapped_calculator(gpu_gb, world_size, strategy, precision):
+    from helpers.sharding import memory_per_rank
+    per = memory_per_rank.__wrapped__(10**9, world_size, strategy, precision)["total"] / 10**9
+    return int(gpu_gb * 1e9 / per)
+
+
 def _largest_table(gpu_gb, world_size, strategy, precision):
     return {(80, 8, "zero3", "amp"): 40 * 10**9}.get((gpu_gb, world_size, strategy, precision), 10**9)
 
@@ -322,6 +344,9 @@ def _largest_table(gpu_gb, world_size, strategy, precision):
     ("09.largest_params", _largest_all_divided), ("09.largest_params", _largest_wrong_accounting),
     ("09.largest_params", _largest_in_gib), ("09.largest_params", _largest_through_the_calculator),
     ("09.largest_params", _largest_table),
+    ("09.fewest_gpus", _fewest_through_the_unwrapped_calculator), ("09.fewest_gpus", _fewest_through_the_checks_rule),
+    ("09.largest_params", _largest_through_the_checks_rule),
+    ("09.largest_params", _largest_through_the_unwrapped_calculator),
 ])
 def test_the_sizing_exercises_refuse_plausible_wrong_answers(exercise, wrong):
     assert _fewest(13 * 10**9, 80, "zero1", "deepspeed") == _FEWEST_TABLE[(13 * 10**9, 80, "zero1", "deepspeed")]
@@ -334,6 +359,22 @@ def test_the_calculator_is_refused_by_name_in_the_message():
     assert not ok and "memory_per_rank" in msg
     from helpers.sharding import memory_per_rank
     assert memory_per_rank(1000)["total"] == 16000          # and it works again after the check
+
+
+def test_the_check_refuses_the_unwrapped_calculator_and_its_own_rules_by_name():
+    for wrong in (_fewest_through_the_unwrapped_calculator, _fewest_through_the_checks_rule):
+        ok, msg = verify("09.fewest_gpus", wrong)
+        assert not ok and "memory_per_rank" in msg, (wrong.__name__, msg)
+
+
+def test_calling_comm_per_step_is_not_called_calling_the_calculator():
+    """comm_per_step shares memory_per_rank's argument-checking wrapper; calling it is not calling the calculator."""
+    def fewest_with_traffic(params, gpu_gb, strategy, precision):
+        comm_per_step(params, 2, strategy, precision)
+        return _fewest(params, gpu_gb, strategy, precision)
+
+    ok, msg = verify("09.fewest_gpus", fewest_with_traffic)
+    assert ok, msg
 
 
 def test_the_step_prediction_names_its_parts_by_what_was_measured():

@@ -199,10 +199,13 @@ def plain_rest(s: str, compute: dict) -> float:
     return compute["plain_local_s"] - compute["fb_local_s"] - compute["adam_s"]
 
 
-def best_time(fn: Callable[[], object], repeats: int, inner: int = 1) -> float:
-    """Best over ``repeats`` of the slowest rank's seconds per call of ``fn`` (one warm-up call first) (09)."""
+def best_time(fn: Callable[[], object], repeats: int, inner: int = 1, spread: list | None = None) -> float:
+    """Best over ``repeats`` of the slowest rank's seconds per call of ``fn`` (one warm-up call first) (09).
+
+    ``spread``: a list to which the repeats' spread (slowest less best, seconds) is appended: the noise a
+    difference of such timings carries."""
     fn()
-    best = float("inf")
+    times = []
     for _ in range(repeats):
         dist.barrier()
         t0 = time.perf_counter()
@@ -210,8 +213,10 @@ def best_time(fn: Callable[[], object], repeats: int, inner: int = 1) -> float:
             fn()
         if local_device().type == "cuda":
             torch.cuda.synchronize()
-        best = min(best, agree((time.perf_counter() - t0) / inner, "max"))
-    return best
+        times.append(agree((time.perf_counter() - t0) / inner, "max"))
+    if spread is not None:
+        spread.append(max(times) - min(times) if times else 0.0)
+    return min(times) if times else float("inf")
 
 
 FAMILY = {"allreduce_": "all_reduce", "all_reduce": "all_reduce", "_allgather_base_": "all_gather",

@@ -126,14 +126,21 @@ def _sizing_cases(with_n: bool) -> list[tuple]:
     return cases
 
 
+def _watched_codes() -> frozenset:
+    """The code objects a sizing answer may not reach: the calculator itself (not the argument-checking wrapper it
+    shares with ``comm_per_step``) and the check's own rules, by any name or import route (09)."""
+    return frozenset(f.__code__ for f in (memory_per_rank.__wrapped__, _fewest_rule, _largest_rule, _state_bytes,
+                                          _per_param))
+
+
 def _calculator_called(fn: Callable, *args) -> tuple[object, bool]:
-    """``fn(*args)`` and whether it reached the course's calculator (memory_per_rank) by any name (09)."""
-    code = memory_per_rank.__code__
+    """``fn(*args)`` and whether it reached the course's calculator (memory_per_rank) or the check's rules (09)."""
+    codes = _watched_codes()
     called = []
     old = sys.getprofile()
 
     def watch(frame, event, arg):  # noqa: ANN001 (sys.setprofile's signature)
-        if event == "call" and frame.f_code is code:
+        if event == "call" and frame.f_code in codes:
             called.append(1)
 
     sys.setprofile(watch)
@@ -154,8 +161,8 @@ def _sizing_behaviour(fn: Callable, name: str, rule: Callable, with_n: bool) -> 
         except Exception as e:  # noqa: BLE001 (a student's bug, reported in words)
             return f"your function raised {type(e).__name__}: {e} for {name}({args})"
         if called:
-            return (f"{name} calls the course's calculator (memory_per_rank): the exercise is to do its arithmetic "
-                    "yourself, from section 1's tables")
+            return (f"{name} calls the course's calculator (memory_per_rank) or the check's own rule: the exercise is "
+                    "to do the arithmetic yourself, from section 1's tables")
         wrong = (f"{name}({args}) returned {got!r}: not the most parameters whose state fits" if with_n else
                  f"{name}({args}) returned {got!r}: not the fewest GPUs whose state fits (None where no number does)")
         if want is None or got is None:
@@ -192,9 +199,8 @@ EXERCISES = [
              why="The same arithmetic read the other way: the memory a strategy leaves per parameter sets the largest "
                  "model a cluster can train, before activations."),
     Exercise("09.zero1_partition", "code", behaviour=_partition_behaviour,
-             hint="Read ZeroRedundancyOptimizer._partition_parameters in torch/distributed/optim/"
-                  "zero_redundancy_optimizer.py: in which order does it take the tensors, and how does it pick the rank "
-                  "for each?",
+             hint="Deal the tensors out greedily, one at a time, each to the rank holding the fewest elements so far: "
+                  "which order of the tensors keeps the ranks most even, and which rank wins a tie?",
              why="Whole tensors balance well when there are many of similar size; with 3 ranks and 8 equal weights "
                  "one rank gets less, so the per-rank bytes are not Ψ/N exactly."),
 ]

@@ -39,11 +39,14 @@ def _compute_times(layers: int, width: int, xs: torch.Tensor, ys: torch.Tensor, 
         model.zero_grad(set_to_none=True)
         nn.functional.mse_loss(model(inp), target).backward()
 
-    out = {"fb_local_s": best_time(lambda: fb(xs, ys), repeats), "fb_full_s": best_time(lambda: fb(x, y), repeats)}
-    out["adam_s"] = best_time(opt.step, repeats)
-    out["plain_local_s"] = best_time(lambda: train_step(model, opt, xs, ys), repeats)
+    sp = {k: [] for k in ("fb_local", "fb_full", "adam", "plain_local", "plain_full")}  # each timing's spread
+    out = {"fb_local_s": best_time(lambda: fb(xs, ys), repeats, spread=sp["fb_local"]),
+           "fb_full_s": best_time(lambda: fb(x, y), repeats, spread=sp["fb_full"])}
+    out["adam_s"] = best_time(opt.step, repeats, spread=sp["adam"])
+    out["plain_local_s"] = best_time(lambda: train_step(model, opt, xs, ys), repeats, spread=sp["plain_local"])
     out["plain_full_s"] = (out["plain_local_s"] if x.shape == xs.shape
-                           else best_time(lambda: train_step(model, opt, x, y), repeats))
+                           else best_time(lambda: train_step(model, opt, x, y), repeats, spread=sp["plain_full"]))
+    out["spread_s"] = {k: (v or sp["plain_local"])[0] for k, v in sp.items()}  # plain_full is plain_local if untimed
     return out
 
 
@@ -99,7 +102,8 @@ def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layer
                 train_step(dnet, dopt, xb, yb, autocast)
             row["ddp_buckets_default"] = ddp_bucket_bytes(dnet) | {"grads": rank_bytes(dnet.module, dopt)["grads"]}
         if repeats:
-            row["step_s"] = best_time(lambda: train_step(net, opt, xb, yb, autocast), repeats)
+            row["step_s"] = best_time(lambda: train_step(net, opt, xb, yb, autocast), repeats, spread=(spread := []))
+            row["step_spread_s"] = spread[0]
         out["strategies"][s] = row
     return out
 
@@ -200,11 +204,11 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
     given the model's shapes), bytes_equal_on_all_ranks, max_abs_diff_vs_unsharded (one process, whole
     batch, same steps and precision, on the ranks' kind of device: a GPU under nccl, else the CPU), collectives of one step (calls, payload, wire bytes), DDP's
     buckets (ddp, zero1) and, with ``repeats`` > 0, step_s, predicted_step_s and its predicted_parts
-    (:func:`_predicted_parts`), compute (the plain model's times on these ranks), plain_rest_raw_s
-    (:func:`plain_rest`) and, from one process, own_raw_s (the strategy's step less the plain model's
-    step there, before a negative one is set to 0). The prediction for N > 1 carries over that one-process
-    ``own``, so give ``world_sizes`` starting with 1 to include it. World sizes with more ranks than cores
-    (or GPUs) are not timed: their processes would take turns.
+    (:func:`_predicted_parts`), compute (the plain model's times here; ``spread_s``: each one's spread over its
+    repeats), step_spread_s, plain_rest_raw_s (:func:`plain_rest`) and, from one process, own_raw_s (the step less the
+    plain model's there, before a negative one is set to 0) and own_noise_s (those two timings' spreads added).
+    The prediction for N > 1 carries over that one-process ``own``, so give ``world_sizes`` starting with 1 to
+    include it. World sizes with more ranks than cores (or GPUs) are not timed: their processes would take turns.
     """
     world_sizes, strategies = _checked(world_sizes, strategies, layers, width, batch, steps, repeats, lr)
     if precision not in ("fp32", "amp"):
@@ -214,7 +218,7 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
     model = make_model(layers, width)
     refs = {}  # one reference per kind of device the ranks compute on: "cuda" under nccl, "cpu" under gloo
     parts = ("params", "grads", "optim", "gathered")
-    rows, own, raw = [], {}, {}
+    rows, own, raw, noise = [], {}, {}, {}
     for n in world_sizes:
         timed = repeats if n <= _parallel_slots() else 0  # more processes than cores: timings say nothing
         res = launch(sharding_worker, n, args=(tuple(strategies), layers, width, batch, steps, timed, lr, precision),
@@ -244,8 +248,10 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
                 if n == 1:  # what the wrapper adds to the plain model's step, both on one process
                     raw[s] = got["step_s"] - r0["compute"]["plain_full_s"]  # kept as measured, printed in 09
                     own[s] = max(0.0, raw[s])                                # the prediction counts a negative one as 0
+                    noise[s] = got["step_spread_s"] + r0["compute"]["spread_s"]["plain_full"]
                 if s in raw:
                     row["own_raw_s"] = raw[s]
+                    row["own_noise_s"] = noise[s]  # the spread of the two timings it is the difference of
                 row["plain_rest_raw_s"] = plain_rest(s, r0["compute"])
                 row["compute"] = r0["compute"]
                 row["predicted_parts"] = _predicted_parts(s, n, r0["compute"], got["comm"], r0["link"], own.get(s, 0.0))
