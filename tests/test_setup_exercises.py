@@ -247,6 +247,19 @@ def test_a_model_that_came_in_evaluation_mode_must_go_back_in_it():
     assert not ok and "came in evaluation mode" in msg and "Hint" in msg, msg
 
 
+def unfreezes_everything_after(model, loader):   # restores no flags: requires_grad_(True) trains a frozen backbone
+    model.requires_grad_(False)
+    try:
+        return right(model, loader)
+    finally:
+        model.requires_grad_(True)
+
+
+def test_unfreezing_parameters_that_came_frozen_is_refused():
+    ok, msg = verify(EX, unfreezes_everything_after)
+    assert not ok and "came frozen" in msg and "requires_grad" in msg and "Hint" in msg, msg
+
+
 def test_freezing_and_restoring_the_parameters_passes():
     ok, msg = verify(EX, freezes_and_restores_the_parameters)
     assert ok, msg
@@ -263,12 +276,17 @@ def test_cpu_pressure_is_read_from_the_psi_some_total(tmp_path):
 
 def test_cpu_pressure_during_the_runs_is_said_from_the_stall_share():
     waited = lesson.pressure_meaning(300_000, 1.5, steal_ticks=0, cpus=2)       # 0.3 s of 1.5 s: 20 %
-    assert "300.0 ms" in waited and "20.0%" in waited and "may be waiting" in waited, waited
+    assert "300.0 ms" in waited and "20.0%" in waited and "may have gone to waiting" in waited, waited
     assert "whose" in waited and "whole system" in waited, waited   # PSI does not attribute the wait
     calm = lesson.pressure_meaning(3_450, 1.15, steal_ticks=0, cpus=2)          # 0.3 %: printed in ms, not "0.00 s"
     assert "3.5 ms" in calm and "0.3%" in calm, calm
-    assert "may be waiting" not in calm and "at most that small share" in calm, calm
-    assert "may be waiting" in lesson.pressure_meaning(15_000, 1.0, steal_ticks=0, cpus=2)   # 1.5 %: not called small
+    assert "may have gone to waiting" not in calm and "under 1%" in calm, calm
+    assert "at most" not in calm, calm   # psi.c: a busy-time-weighted average over CPUs, no bound on the waiting
+    assert "per-CPU average" in calm and "no upper bound" in calm and "1/2 of its wait" in calm, calm
+    assert "1/4 of its wait" in lesson.pressure_meaning(3_450, 1.15, steal_ticks=0, cpus=4)
+    one = lesson.pressure_meaning(3_450, 1.15, steal_ticks=0, cpus=1)   # one CPU: the average is that CPU's own time
+    assert "no upper bound" not in one and "that CPU's own" in one, one
+    assert "may have gone to waiting" in lesson.pressure_meaning(15_000, 1.0, steal_ticks=0, cpus=2)   # 1.5 %: not small
 
 
 def test_steal_time_is_read_from_proc_stat_and_said_beside_psi(tmp_path):
@@ -280,10 +298,10 @@ def test_steal_time_is_read_from_proc_stat_and_said_beside_psi(tmp_path):
     assert readings.cpu_steal_total(str(f)) is None
     stolen = lesson.pressure_meaning(3_000, 1.0, steal_ticks=10, hz=100, cpus=2)   # 0.1 s of 2 CPU-s: 5 %
     assert "100 ms" in stolen and "5.0%" in stolen and "PSI does not count" in stolen, stolen
-    assert "at most that small share" not in stolen and "may be waiting" in stolen, stolen   # PSI small, steal not
+    assert "under 1%" not in stolen and "may have gone to waiting" in stolen, stolen   # PSI small, steal not
     unknown = lesson.pressure_meaning(3_000, 1.0, steal_ticks=None)
     assert "not read here" in unknown and "not known" in unknown, unknown
-    assert "waiting for a CPU is at most" not in unknown, unknown   # the small share is only this kernel's
+    assert "both shares" not in unknown and "at most" not in unknown, unknown   # the small share is only this kernel's
 
 
 def test_a_rise_in_validation_loss_is_called_overfitting_only_above_its_noise():

@@ -17,7 +17,9 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
     """The student's ``accuracy(model, loader)`` on several models and loaders, counted by rule, with the course's
     ``evaluate`` out of reach and autograd watched (00). One model has BatchNorm and is handed over in training
     mode (a function without ``model.eval()`` answers differently), and again in evaluation mode, to go back in
-    it (an unconditional ``model.train()`` at the end fails); where a GPU or MPS exists, one model sits there
+    it (an unconditional ``model.train()`` at the end fails); one DigitsCNN comes with its ``features`` frozen
+    (``requires_grad=False``, as notebook 07 freezes a backbone), and must go back so: a function that freezes every
+    parameter and then unfreezes them all fails; where a GPU or MPS exists, one model sits there
     (a function that does not send batches to the model's device fails). Each model must come back on the device,
     and with the parameter values and dtypes, it came with (``model.to("cpu")`` fails where a GPU exists). Every
     expected fraction is counted before the student's function runs, by a local loop that no module exposes."""
@@ -46,6 +48,11 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
             out.append(right / seen)
         return out[0], out[1]
 
+    def frozen_features() -> nn.Module:   # a frozen backbone and a trainable head, as notebook 07 trains one
+        model = DigitsCNN()
+        model.features.requires_grad_(False)
+        return model
+
     def with_batchnorm() -> nn.Module:
         return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 10))
 
@@ -58,7 +65,9 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
              (with_batchnorm, DataLoader(ds["val"], batch_size=50),
               "an untrained MLP with BatchNorm, handed over in training mode, batches of 50", True),
              (with_batchnorm, DataLoader(ds["test"], batch_size=128),
-              "an untrained MLP with BatchNorm, handed over in evaluation mode, batches of 128", False)]
+              "an untrained MLP with BatchNorm, handed over in evaluation mode, batches of 128", False),
+             (frozen_features, DataLoader(ds["val"], batch_size=64),
+              "a DigitsCNN whose features are frozen (requires_grad=False), batches of 64", True)]
     if accel.type != "cpu":
         cases.append((lambda: DigitsCNN().to(accel), DataLoader(ds["val"], batch_size=64),
                       f"an untrained DigitsCNN on {accel}, batches of 64 from a loader on the CPU", True))
@@ -73,6 +82,7 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
             model.train(came_training)
             came_on = model_device(model)
             came_as = [(p.device, p.dtype, p.detach().clone()) for p in model.parameters()]
+            came_grad = [p.requires_grad for p in model.parameters()]
             try:
                 with SavedTensorTracker() as tracker:
                     got = accuracy(model, loader)
@@ -108,7 +118,14 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
                 return tr("00.left_eval", "for {what}, your function handed the model back in evaluation mode; "
                           "it came in training mode, and the training that goes on after your function would run "
                           "its layers as in evaluation. Hand it back in the mode it came in", what=what)
-            frozen = sum(not p.requires_grad for p in model.parameters())
+            now_grad = [p.requires_grad for p in model.parameters()]
+            frozen = sum(was and not now for was, now in zip(came_grad, now_grad))
+            unfrozen = sum(now and not was for was, now in zip(came_grad, now_grad))
+            if unfrozen:
+                return tr("00.unfroze_params", "for {what}, your function handed {n} of the model's parameter tensors "
+                          "back with requires_grad=True; they came frozen (requires_grad=False), and training would "
+                          "now update them, as it would a backbone that notebook 07 freezes. Leave each parameter's "
+                          "requires_grad as it came", what=what, n=unfrozen)
             if frozen:
                 return tr("00.froze_params", "for {what}, your function left {n} of the model's parameter tensors "
                           "with requires_grad=False: training would no longer update them. Leave the model's "
@@ -142,8 +159,8 @@ EXERCISES = [
     Exercise("00.params_hidden128", "int", digest="87f5a9c253ba0d5f7aa79c59027ee19bc43f32d9d83f422477e20ac25383b545",
              hint="In print(model), which layer's input size comes from the pooled feature maps? Work out the shape "
                   "Flatten would hand it without the pool; a Linear has in·out weights plus out biases.",
-             why="The 2×2 pool quarters what the first Linear (the last layer of `features`) sees, and that Linear holds most of the "
-                 "model's parameters."),
+             why="The 2×2 pool quarters what the first Linear (`features.6`, just before the ReLU that ends "
+                 "`features`) sees, and that Linear holds most of the model's parameters."),
     Exercise("00.batches_of_100", "int", digest="4ece535d08f61c2076c37aaf4e2a68b64213ce729ebb5f051d1269cc8f58590a",
              hint="How many training samples are there, and how many whole batches of 100 do they fill? See what "
                   "DataLoader's drop_last argument does with the rest.",
@@ -153,7 +170,8 @@ EXERCISES = [
              hint="What does autograd keep while a forward runs, and which context tells it not to? Batches go "
                   "where the model is; a prediction is the class with the largest output, and the last batch can "
                   "be smaller than the others. Which of a model's layers behave differently in evaluation?",
-             why="Without a graph, evaluation keeps no activations: it needs a fraction of training's memory. "
+             why="Without a graph, evaluation keeps no activations for a backward pass (the check measured what "
+                 "autograd kept while your function ran). "
                  "On a machine with no GPU or MPS, the check had no second device to put a model on, so it could not "
                  "test that your batches go where the model is; on one that has, it does."),
 ]
@@ -202,14 +220,17 @@ def cpu_pressure_total(path: str = "/proc/pressure/cpu") -> int | None:
 def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = None, hz: int = 100,
                      cpus: int = 1) -> str:
     """What PSI's CPU "some" time during section 3's timed runs says about them, generated from the numbers (00).
-    It counts time in which at least one task waited for a CPU: this kernel's threads or anything else on the
-    system (PSI does not say whose); /proc/pressure is the whole system's (a container's host's or VM's). Time a
-    virtual machine's CPUs spent in other operating systems (steal, ``steal_ticks`` of ``1/hz`` s summed over
-    ``cpus``; None where it was not read) is not in it and is said beside it."""
+    The system-wide "some" total is a per-CPU average: each CPU's time with a task waiting for it, weighted by that
+    CPU's non-idle time (psi.c's header comment: tSOME = sum(tSOME[i] * tNONIDLE[i]) / tNONIDLE), so a wait on one
+    of several busy CPUs counts for a fraction of its length, and the share is no upper bound on the waiting. It
+    counts this kernel's threads and anything else alike (PSI does not say whose); /proc/pressure is the whole
+    system's (a container's host's or VM's). Time a virtual machine's CPUs spent in other operating systems (steal,
+    ``steal_ticks`` of ``1/hz`` s summed over ``cpus``; None where it was not read) is not in it and is said beside
+    it."""
     share = stalled_us / 1e6 / wall_s if wall_s > 0 else 0.0
-    head = (f"during the timed runs ({wall_s:.2f} s), some task on this system waited for a CPU for "
-            f"{stalled_us / 1e3:.1f} ms ({share:.1%} of the time; Linux CPU pressure, /proc/pressure/cpu, whole "
-            f"system, these runs' threads and any other work alike)")
+    head = (f"during the timed runs ({wall_s:.2f} s), PSI's CPU \"some\" time (a per-CPU average, weighted by each "
+            f"CPU's busy time) grew by {stalled_us / 1e3:.1f} ms ({share:.1%} of the time; Linux CPU pressure, "
+            f"/proc/pressure/cpu, whole system, these runs' threads and any other work alike)")
     if steal_ticks is None:
         steal_share = None
         head += ("; steal time, which PSI does not count (a virtual machine's CPUs running other operating "
@@ -219,13 +240,16 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
         head += (f"; this machine's {cpus} CPU(s) spent {steal_ticks / hz * 1e3:.0f} ms in other operating systems "
                  f"(steal time, /proc/stat, counted in ticks of {1e3 / hz:.0f} ms; {steal_share:.1%} of their time), "
                  f"which PSI does not count")
+    average = (f"PSI's share is an average over the CPUs, not the time in which some task waited: with {cpus} "
+               f"CPUs busy alike, a task waiting on one of them adds 1/{cpus} of its wait, so the share is no upper "
+               f"bound on how long the runs' threads waited" if cpus > 1 else
+               "with one CPU, PSI's time is that CPU's own: the time in which some task waited for it")
     if share < 0.01 and steal_share is not None and steal_share < 0.01:
-        return f"{head}: waiting for a CPU is at most that small share of the runs' times"
+        return f"{head}: both shares are under 1%; {average}"
     if share < 0.01 and steal_share is None:
-        return (f"{head}: waiting for a CPU in this kernel is at most that small share of the runs' times; what a "
-                f"hypervisor took, if any, is not known")
-    return (f"{head}: up to that share of the runs' time may be waiting for a CPU rather than computing; neither "
-            f"count says whose tasks waited, so which thread count it slowed is not known")
+        return (f"{head}: PSI's share is under 1%; {average}; what a hypervisor took, if any, is not known")
+    return (f"{head}: not small, so some of the runs' time may have gone to waiting for a CPU rather than computing; "
+            f"neither count says whose tasks waited, so which thread count it slowed is not known")
 
 
 def openmp_runtime() -> str | None:
