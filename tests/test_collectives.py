@@ -361,11 +361,29 @@ def test_buckets_hold_every_parameter_once_last_layer_first():
     assert all(sum(p.numel() * 4 for p in b[:-1]) < 2**18 for b in buckets)  # a bucket closes once it is full
 
 
+def test_make_buckets_closes_where_ddp_s_bucket_assignment_does_and_ddp_splits_by_dtype():
+    # make_buckets' docstring: DDP closes a bucket the same way, with one bucket list per dtype and device
+    sizes = [100, 50, 200, 25, 300, 75]
+    params = [nn.Parameter(torch.zeros(n)) for n in sizes]
+    for limit in (1, 400, 600, 801, 10**6):
+        ours = [[id(p) for p in b] for b in make_buckets(params, limit)]
+        # DDP's function in the order make_buckets walks (last layer first), one limit for every bucket
+        rev = list(reversed(params))
+        theirs = [[id(rev[i]) for i in b] for b in dist._compute_bucket_assignment_by_size(rev, [limit])[0]]
+        assert ours == theirs, limit
+    mixed = [torch.zeros(100), torch.zeros(100, dtype=torch.float64), torch.zeros(100), torch.zeros(100, dtype=torch.float64)]
+    assert dist._compute_bucket_assignment_by_size(mixed, [10**6])[0] == [[0, 2], [1, 3]]
+
+
 def test_scratch_ddp_equals_ddp():
     from helpers.collectives import run_scratch_ddp
     res = run_scratch_ddp(nprocs=2, hidden=(32,), batch=64, steps=2, timed_steps=1, repeats=1)
     assert set(res["max_abs_diff"]) == {"ddp", "per_parameter", "bucketed", "overlapped"}
     assert max(res["max_abs_diff"].values()) <= 1e-6
+    # all-reduces per step: one per parameter (4: two Linear layers), one per bucket (bucket_bytes 1 MiB: all in one),
+    # DDP's reducer: one bucket after its rebuild (the model is far below its 1 MiB first bucket)
+    assert res["steps"] == 2
+    assert res["all_reduces"] == {"per_parameter": 4, "bucketed": 1, "overlapped": 1, "ddp": 1}
     with pytest.raises(ValueError, match="divide evenly"):
         run_scratch_ddp(nprocs=2, batch=63)
     with pytest.raises(ValueError, match="'ddp'"):
@@ -398,6 +416,8 @@ def test_all_to_all_falls_back_to_point_to_point_where_the_backend_lacks_it():
 def test_the_sweep_fits_the_step_over_every_size_and_keeps_each_size_s_worst_time():
     from helpers.collectives import run_sweep
     sizes = (2**10, 2**12, 2**14)
+    # at 1 KiB: 2 repeats × 50 in-place all_reduces and as many rings (each doubling ones): past float32's range
+    # unless the timed data stay finite, which sweep_worker asserts (it times zeros)
     sweep = run_sweep(sizes, nprocs=2, repeats=2, big=2**14)
     rows = sweep["sizes"]
     assert [r["bytes"] for r in rows] == list(sizes) and sweep["repeats"] == 2

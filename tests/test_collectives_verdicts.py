@@ -11,7 +11,7 @@ def _sweep(small_ratio: float, large_ratio: float = 16.0) -> dict:
     t[sizes[-1]] = 1e-3 * large_ratio
     rows = [{"bytes": s, "gloo_s": t[s], "gloo_model_s": 1e-4 + s * 1e-9, "gloo_busbw_gbs": s / t[s] / 1e9}
             for s in sizes]
-    return {"sizes": rows, "beta_s_per_byte": 1e-9}
+    return {"sizes": rows, "alpha_s": 1e-4, "beta_s_per_byte": 1e-9}
 
 
 def test_a_drop_in_small_message_time_is_not_called_alpha():
@@ -177,7 +177,10 @@ def test_the_ring_s_excess_leads_with_its_ratio_and_names_no_cause():
     text = "\n".join(ring_prediction_lines(_ring_sweep([3.0, 2.5, 1.05, 0.97])))
     assert "slower than predicted at 1 KiB, 4 KiB: ×2.50–×3.00 the prediction" in text
     big = "\n".join(ring_prediction_lines(_ring_sweep([0] * 4, extra_ms=[0.0, 0.9, 0.0, 0.0])))
-    assert "this run does not identify it" in big and "load from outside" not in big
+    assert "load from outside" not in big
+    # the excess is not called a cost that changes with the size (which would rule out load), nor load alone
+    assert "a cost at that size, or load lasting through that size's repeats; this run does not separate them" in big
+    assert "changes with the size" not in big and "this run does not identify it" not in big
 
 
 def test_an_overlap_that_did_not_help_gets_candidates_not_a_cause():
@@ -236,3 +239,17 @@ def test_a_lone_step_slower_than_the_whole_ring_is_said_and_not_blamed_on_the_li
     assert "at 64 KiB one step timed alone" in text and "took longer than the whole ring" in text
     assert "which makes 2 such steps" in text
     assert "at 64 KiB the ring is within 15% of" not in text   # a ring far below its parts is not 'within' them
+
+
+def test_a_fitted_alpha_above_the_fastest_time_is_said_to_overestimate_the_small_sizes():
+    assert not any("overestimates" in line for line in sweep_summary(_sweep(1.1)))   # α = 0.1 ms: no time below it
+    sweep = _sweep(1.1)
+    sweep["alpha_s"] = 2.5e-4
+    for r in sweep["sizes"]:
+        r["gloo_model_s"] = 2.5e-4 + r["bytes"] * 1e-9
+    line = next(line for line in sweep_summary(sweep) if "overestimates" in line)
+    assert line.startswith("the fitted α (250 µs) is more than the fastest timed all_reduce (0.10 ms at 1 KiB)")
+    assert "1 KiB (251 µs on the line, 100 µs timed)" in line and "16 MiB (17027 µs on the line, 16000 µs timed)" in line
+    sweep["sizes"][-1]["gloo_s"] = 20e-3   # now timed above the line at 16 MiB: not named
+    line = next(line for line in sweep_summary(sweep) if "overestimates" in line)
+    assert "16 MiB" not in line and "4 MiB (4444 µs on the line, 4000 µs timed)" in line

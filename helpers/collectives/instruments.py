@@ -186,24 +186,28 @@ def sweep_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int)
     addition of a received chunk are the ring's building blocks: timed alone, they give the α, β
     and γ of the ring model (:func:`ring_model_time`). Every repeat times every size in turn, so a
     burst of outside load falls on different sizes in different repeats, not on all repeats of one
-    size; each time is the best of ``repeats`` (``<name>_worst``: the slowest).
+    size; each time is the best of ``repeats`` (``<name>_worst``: the slowest). The tensors hold
+    zeros: every call sums or adds in place, and a sum of zeros stays zero (ones would double at
+    each call and overflow float32 to inf after 128 of them); they are asserted finite at the end.
     """
     dev = local_device()
-    plans = []
+    plans, data = [], []
     for size in sizes:
-        x = torch.ones(size // 4, device=dev)
+        x = torch.zeros(size // 4, device=dev)
         part, recv = x[:size // 4 // world_size].clone(), torch.empty(size // 4 // world_size, device=dev)
         fns = {"gloo_s": lambda x=x: dist.all_reduce(x), "ring_s": lambda x=x: ring_all_reduce(x),
                "step_s": lambda p=part, r=recv: _exchange(p, r), "add_s": lambda p=part, r=recv: p.add_(r)}
         for fn in fns.values():
             fn()  # warm-up: connections, allocations
         plans.append((size, max(2, min(50, 2**20 // size)), fns))  # more calls per timing for small messages
+        data.append((x, part, recv))
     times = [{name: [] for name in fns} for _, _, fns in plans]
     for _ in range(repeats):
         for (size, inner, fns), t in zip(plans, times):
             for name, fn in fns.items():
                 dist.barrier()
                 t[name].append(agree(seconds_per_call(fn, inner, dev), "max"))
+    assert all(bool(torch.isfinite(a).all()) for ts in data for a in ts), "the timed tensors left the finite range"
     return [{"bytes": size, **{k: min(v) for k, v in t.items()}, **{k[:-2] + "_worst": max(v) for k, v in t.items()}}
             for (size, _, _), t in zip(plans, times)]
 

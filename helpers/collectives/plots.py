@@ -114,6 +114,14 @@ def sweep_summary(sweep: dict) -> list[str]:
                  f"{', '.join(format(r['bytes'] / r['gloo_s'] / 1e9, '.2f') for r in over)} GB/s, which the model with α > 0 "
                  "cannot give (bytes/(α + bytes·β) < 1/β): the line misdescribes "
                  f"{'that size' if len(over) == 1 else 'those sizes'}")
+    fastest = min(sweep["sizes"], key=lambda r: r["gloo_s"])
+    if sweep["alpha_s"] > fastest["gloo_s"] and sweep["beta_s_per_byte"] >= 0:   # the line is ≥ α at every size
+        high = [r for r in sorted(sweep["sizes"], key=lambda r: r["bytes"]) if r["gloo_model_s"] > r["gloo_s"]]
+        lines.append(f"the fitted α ({sweep['alpha_s'] * 1e6:.0f} µs) is more than the fastest timed all_reduce "
+                     f"({fastest['gloo_s'] * 1e3:.2f} ms at {size(fastest['bytes'])}): no line starting at that α passes "
+                     "through that time; fitted over all sizes, the line overestimates the time (line above timed) at "
+                     + ", ".join(f"{size(r['bytes'])} ({r['gloo_model_s'] * 1e6:.0f} µs on the line, "
+                                 f"{r['gloo_s'] * 1e6:.0f} µs timed)" for r in high))
     busbw = [f"{r['gloo_busbw_gbs']:.2f}" for r in sweep["sizes"][-3:]]
     lines.append(f"bus bandwidth at {', '.join(size(r['bytes']) for r in sweep['sizes'][-3:])}: {', '.join(busbw)} GB/s")
     k, one = b[-3] // b[0], sweep["sizes"][0]
@@ -220,9 +228,8 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
             lines.append(f"  a cost that every ring call pays is at most the ring's fastest call here, "
                          f"{fastest['ring_s'] * 1e3:.2f} ms at {_size(fastest['bytes'])}")
         if big:
-            lines.append(f"  the excess at {names(big)} is more than that: not a fixed cost per call, but one that changes "
-                         "with the size, which " + ("the parts timed alone do not pay" if parts else "the fitted lines miss")
-                         + "; this run does not identify it")
+            lines.append(f"  the excess at {names(big)} is more than that: not a fixed cost per call: a cost at that size, "
+                         "or load lasting through that size's repeats; this run does not separate them")
         if small:
             lines.append(f"  the excess at {names(small)} is not: it could be such a cost, one the model has no term for, "
                          "or load; this run does not separate them")

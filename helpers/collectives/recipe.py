@@ -145,8 +145,10 @@ def allreduce_gradients(model: nn.Module) -> None:
 def make_buckets(params: list[nn.Parameter], bucket_bytes: float) -> list[list[nn.Parameter]]:
     """Group parameters into buckets of about ``bucket_bytes``, last layer first (backward's order) (08).
 
-    A bucket closes once it reaches ``bucket_bytes``; DDP does the same (``bucket_cap_mb``). No
-    bucket is empty: ``bucket_bytes=0`` gives one bucket per parameter, no parameters no bucket.
+    A bucket closes once it reaches ``bucket_bytes``; DDP closes its buckets the same way
+    (``bucket_cap_mb``; plus a 1 MiB first bucket, section 4, and one bucket list per dtype and
+    device: ``compute_bucket_assignment_by_size`` in its reducer). No bucket is empty:
+    ``bucket_bytes=0`` gives one bucket per parameter, no parameters no bucket.
     """
     if isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, (int, float)) or not bucket_bytes >= 0:
         raise ValueError(f"bucket_bytes must be a number >= 0 (bytes per bucket), got {bucket_bytes!r}")

@@ -20,7 +20,7 @@ from ..dist.launcher import launch
 from ..dist.ranks import agree, local_device
 from ..dist.throughput import rank_share
 from .instruments import seconds_per_call
-from .recipe import OverlappedDDP, allreduce_gradients, allreduce_gradients_bucketed
+from .recipe import OverlappedDDP, allreduce_gradients, allreduce_gradients_bucketed, make_buckets
 
 __all__ = ["VARIANTS", "MIN_ROUNDS", "scratch_model", "scratch_ddp_worker", "run_scratch_ddp", "paired_rounds",
            "compare_rounds", "ddp_verdict"]
@@ -35,22 +35,33 @@ def scratch_model(hidden: tuple[int, ...] = (512, 512, 512), seed: int = 0) -> n
 
 
 def _step_fn(variant: str, hidden: tuple[int, ...], bucket_bytes: int, lr: float, x: torch.Tensor,
-             y: torch.Tensor) -> tuple[nn.Module, Callable[[], None]]:
-    """The model of one variant and a function running one training step of it."""
+             y: torch.Tensor) -> tuple[nn.Module, Callable[[], None], Callable[[], int | None]]:
+    """The model of one variant, a function running one training step of it, and its all-reduces per step.
+
+    The count: one per parameter with a gradient (per parameter), one per bucket (bucketed, overlapped:
+    :func:`make_buckets`), and for DDP the buckets its reducer holds at the time asked (it rebuilds them
+    after the first step; read through the private ``_get_zeros_like_grad_buckets``, None where absent).
+    """
     dev = x.device
     model = scratch_model(hidden).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
     net: nn.Module = model
     sync: Callable[[], None] = lambda: None  # noqa: E731
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    count: Callable[[], int | None] = lambda: len(make_buckets(trainable, bucket_bytes))  # noqa: E731
     if variant == "ddp":
         net = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None)
+        buckets = getattr(net.reducer, "_get_zeros_like_grad_buckets", None)
+        count = (lambda: len(buckets())) if buckets else (lambda: None)  # noqa: E731
     elif variant == "per_parameter":
         sync = lambda: allreduce_gradients(model)  # noqa: E731
+        count = lambda: len(trainable)  # noqa: E731
     elif variant == "bucketed":
         sync = lambda: allreduce_gradients_bucketed(model, bucket_bytes)  # noqa: E731
     elif variant == "overlapped":
         wrapped = OverlappedDDP(model, bucket_bytes)
         net, sync = wrapped, wrapped.finish  # type: ignore[assignment]
+        count = lambda: len(wrapped.buckets)  # noqa: E731
     else:
         raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
 
@@ -60,7 +71,7 @@ def _step_fn(variant: str, hidden: tuple[int, ...], bucket_bytes: int, lr: float
         sync()
         opt.step()
 
-    return model, step
+    return model, step, count
 
 
 def scratch_ddp_worker(rank: int, world_size: int, variants: tuple[str, ...], hidden: tuple[int, ...], batch: int,
@@ -75,19 +86,20 @@ def scratch_ddp_worker(rank: int, world_size: int, variants: tuple[str, ...], hi
     x, y = (t.to(dev) for t in rank_share(batch, world_size, rank))
     runs = {v: _step_fn(v, hidden, bucket_bytes, lr, x, y) for v in variants}
     params = {}
-    for v, (model, step) in runs.items():
+    for v, (model, step, _) in runs.items():
         for _ in range(steps):
             step()
         params[v] = [p.detach().cpu().clone() for p in model.parameters()]
     rounds: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(repeats):
-        for v, (_, step) in runs.items():
+        for v, (_, step, _) in runs.items():
             dist.barrier()
             rounds[v].append(agree(seconds_per_call(step, timed_steps, dev), "max"))
     ref = params.get("ddp")
     return {"step_s": {v: min(ts) for v, ts in rounds.items()}, "rounds": rounds,
             "max_abs_diff": {v: max_abs_diff(p, ref) for v, p in params.items()} if ref else {},
-            "parameters": sum(p.numel() for p in runs[variants[0]][0].parameters())}
+            "parameters": sum(p.numel() for p in runs[variants[0]][0].parameters()),
+            "all_reduces": {v: count() for v, (_, _, count) in runs.items()}, "steps": steps}
 
 
 def run_scratch_ddp(nprocs: int = 2, variants: tuple[str, ...] = VARIANTS, hidden: tuple[int, ...] = (512, 512, 512),
@@ -97,7 +109,8 @@ def run_scratch_ddp(nprocs: int = 2, variants: tuple[str, ...] = VARIANTS, hidde
 
     Returns ``{"step_s": {variant: best round's s per step}, "rounds": {variant: every round's s per step},
     "max_abs_diff": {variant: vs DDP}, "ratio": {variant: best step / DDP's best}, "repeats", "timed_steps",
-    "parameters", "processes"}``; ``batch`` is global, split evenly over the ranks.
+    "parameters", "all_reduces": {variant: all-reduces per step, after the timed steps}, "steps", "processes"}``;
+    ``batch`` is global, split evenly over the ranks.
     """
     if "ddp" not in variants:
         raise ValueError("the comparison needs 'ddp' among the variants")
