@@ -152,11 +152,25 @@ def test_recorded_gpu_intro_says_when_the_recording_ran_other_code(tmp_path):
     (folder / "notebooks.log").write_text("GPU run: torch 9, 1 x Some GPU\n")
     with zipfile.ZipFile(folder / "executed_notebooks.zip", "w") as z:
         z.writestr("06_oom_troubleshooting.ipynb", json.dumps(nb))
-    assert M.recorded_gpu_intro("fa91ff67", folder=folder).endswith(", this cell printed")
+    # without a README naming the commit, the label says the helpers' commit is unknown
+    assert M.recorded_gpu_intro("fa91ff67", folder=folder).endswith(
+        ", this cell (the same cell code; helpers as of the recorded run, whose commit it does not name) printed")
     older = M.recorded_gpu_intro("d78593a6", folder=folder)
     assert ", an earlier version of this cell (other code than above" in older and older.endswith(") printed")
     assert "2026-01-01-gpu/executed_notebooks.zip" in older                # where that code can be read
     assert "Some GPU" in M.recorded_gpu_intro("d78593a6", folder=folder)
+    # only the cell's code is compared, not the helpers it calls: the label names the commit whose helpers ran
+    (folder / "README.md").write_text("# A run\n\n`tests/gpu/run.sh` on one GPU, from main at abc1234, run as two commands\n")
+    assert M.recorded_gpu_commit(folder) == "abc1234"
+    assert M.recorded_gpu_intro("fa91ff67", folder=folder).endswith(
+        ", this cell (the same cell code; helpers as of abc1234) printed")
+    assert M.recorded_gpu_intro("d78593a6", folder=folder).endswith("; helpers as of abc1234) printed")
+    assert ", this cell printed" not in M.recorded_gpu_intro("fa91ff67", folder=folder)
+
+
+def test_recorded_gpu_commit_is_read_from_the_recordings_readme():
+    assert M.recorded_gpu_commit() == "77b2ac4"   # "from main at 77b2ac4" in its README.md
+    assert "helpers as of 77b2ac4" in M.recorded_gpu_intro("302c14df")
 
 
 def test_recorded_gpu_intro_tells_no_gpu_lines_from_gpu_code(tmp_path):
@@ -169,8 +183,9 @@ def test_recorded_gpu_intro_tells_no_gpu_lines_from_gpu_code(tmp_path):
     nb = json.loads((Path(M.__file__).resolve().parents[2] / "notebooks" / "06_oom_troubleshooting.ipynb").read_text())
     cells = {c["id"]: c for c in nb["cells"]}
     now = "".join(cells["c67d3342"]["source"])
-    assert "if torch.cuda.is_available():" in now and "recorded_gpu_output('c67d3342')" in now
-    cells["c67d3342"]["source"] = now.replace("recorded_gpu_output('c67d3342')}", "recorded_gpu_output('c67d3342')} (old)")
+    assert "if torch.cuda.is_available():" in now and 'rec = recorded_gpu_output("c67d3342")' in now
+    cells["c67d3342"]["source"] = now.replace('rec = recorded_gpu_output("c67d3342")', 'rec = recorded_gpu_output("c67d3342") + " (old)"')
+    assert cells["c67d3342"]["source"] != now
     gpu_changed = "".join(cells["d78593a6"]["source"]).replace('show_memory("start")', 'show_memory("begin")')
     assert gpu_changed != "".join(cells["d78593a6"]["source"])
     cells["d78593a6"]["source"] = gpu_changed
@@ -180,7 +195,8 @@ def test_recorded_gpu_intro_tells_no_gpu_lines_from_gpu_code(tmp_path):
     with zipfile.ZipFile(folder / "executed_notebooks.zip", "w") as z:
         z.writestr("06_oom_troubleshooting.ipynb", json.dumps(nb))
     same_gpu = M.recorded_gpu_intro("c67d3342", folder=folder)
-    assert "this cell (the same code on a GPU" in same_gpu and "earlier version" not in same_gpu
+    assert "this cell (the same cell code on a GPU, only its lines for a machine without one differed" in same_gpu
+    assert "earlier version" not in same_gpu
     assert "an earlier version of this cell" in M.recorded_gpu_intro("d78593a6", folder=folder)
     assert M.gpu_path("if torch.cuda.is_available():\n    a()\nelse:\n    b()") == M.gpu_path("a()  # note")
     assert M.gpu_path("if not torch.cuda.is_available():\n    b()\nc()") == M.gpu_path("c()")
@@ -398,4 +414,4 @@ def test_gpu_status_line_prints_gib(monkeypatch):
 
 def test_the_batch_search_cell_still_runs_the_recorded_gpu_code():
     # cell 37's GPU path must stay the recorded one, or its recorded line is an earlier version's
-    assert "this cell (the same code on a GPU" in M.recorded_gpu_intro("c67d3342")
+    assert "this cell (the same cell code on a GPU" in M.recorded_gpu_intro("c67d3342")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["RECORDED_GPU_RUN", "recorded_gpu_run", "recorded_gpu_output", "recorded_gpu_intro", "recorded_gpu_code",
-           "gpu_path", "recorded_memory_rows"]
+__all__ = ["RECORDED_GPU_RUN", "recorded_gpu_run", "recorded_gpu_commit", "recorded_gpu_output", "recorded_gpu_intro",
+           "recorded_gpu_code", "gpu_path", "recorded_memory_rows"]
 
 RECORDED_GPU_RUN = Path(__file__).resolve().parents[2] / "tests" / "gpu" / "recorded" / "2026-11-26-h100"
 
@@ -18,6 +18,19 @@ def recorded_gpu_run(folder: Path = RECORDED_GPU_RUN) -> str:
     """Where the recorded GPU figures come from: the GPU, torch and date, from the run's own log (06)."""
     log = (folder / "notebooks.log").read_text().splitlines()[0]  # "GPU run: torch …, 1 × NVIDIA …"
     return f"{log.removeprefix('GPU run: ')}, recorded {folder.name[:10]} by tests/gpu/run.sh ({folder.relative_to(folder.parents[3])})"
+
+
+def recorded_gpu_commit(folder: Path = RECORDED_GPU_RUN) -> str | None:
+    """The course commit the recorded run executed, from its README ("from main at 77b2ac4"), or None (06).
+
+    The recording keeps the notebooks' code, not the helpers they import: those are the helpers
+    of this commit.
+    """
+    import re
+
+    readme = folder / "README.md"
+    m = re.search(r"from main at ([0-9a-f]{7,40})\b", readme.read_text()) if readme.exists() else None
+    return m.group(1) if m else None
 
 
 def _cell_source(nb: dict, cell_id: str) -> str | None:
@@ -76,25 +89,31 @@ def recorded_gpu_code(cell_id: str, notebook: str = "06_oom_troubleshooting", fo
 
 
 def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN) -> str:
-    """"On a GPU (…), this cell printed" — or "an earlier version of this cell" where the recorded code differs (06).
+    """"On a GPU (…), this cell (the same cell code; helpers as of <commit>) printed" — or "an earlier
+    version of this cell" where the recorded code differs (06).
 
     Compares the cell's code in the recorded run with the course's notebook on disk, so the label
     says whether the figures come from the code shown or from an earlier one. Where only the lines
     a GPU does not run differ (the ``else`` of ``if torch.cuda.is_available()``, such as the line
-    that prints this recording), the GPU ran the code shown, and the label says so.
+    that prints this recording), the GPU ran the code shown, and the label says so. Only the cell's
+    own code is compared, not the helpers it calls (the recording does not keep them), so the label
+    names the commit whose helpers ran (``recorded_gpu_commit``).
     """
     import json
 
     then = recorded_gpu_code(cell_id, notebook, folder)
     here = Path(__file__).resolve().parents[2] / "notebooks" / f"{notebook}.ipynb"
     now = _cell_source(json.loads(here.read_text()), cell_id) if here.exists() else None
+    commit = recorded_gpu_commit(folder)
+    helpers = f"helpers as of {commit}" if commit else "helpers as of the recorded run, whose commit it does not name"
     if then is not None and then == now:
-        which = "this cell"
+        which = f"this cell (the same cell code; {helpers})"
     elif then is not None and now is not None and gpu_path(then) == gpu_path(now):
-        which = "this cell (the same code on a GPU; only its lines for a machine without one differed)"
+        which = (f"this cell (the same cell code on a GPU, only its lines for a machine without one differed; "
+                 f"{helpers})")
     else:
         which = (f"an earlier version of this cell (other code than above, so other lines and formats; its code is in "
-                 f"{folder.name}/executed_notebooks.zip)")
+                 f"{folder.name}/executed_notebooks.zip; {helpers})")
     return f"On a GPU ({recorded_gpu_run(folder)}), {which} printed"
 
 
