@@ -197,12 +197,19 @@ def amdahl_cap(serial_share: float, workers: int = 2) -> float:
 
 
 def parallel_apply_here() -> str:
-    """What ``torch.nn.parallel.parallel_apply`` does on this machine with two CPU modules: its error, or "ran" (02)."""
+    """What ``torch.nn.parallel.parallel_apply`` does on this machine with two CPU modules: its error, or "ran" (02).
+
+    An error comes with the line of ``parallel_apply.py`` it came through, read from its traceback.
+    """
+    import traceback
+
     from torch.nn.parallel import parallel_apply
 
     m = nn.Linear(3, 2)
     try:
         parallel_apply([m, m], [(torch.zeros(1, 3),), (torch.zeros(1, 3),)])
     except Exception as e:  # noqa: BLE001 - the message is what the notebook shows
-        return f"{type(e).__name__}: {str(e).split('. ')[0].rstrip('.')}"
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename.endswith("parallel_apply.py")]
+        at = f" (raised through parallel_apply.py line {frames[-1].lineno}: {frames[-1].line})" if frames else ""
+        return f"{type(e).__name__}: {str(e).split('. ')[0].rstrip('.')}{at}"
     return "ran"

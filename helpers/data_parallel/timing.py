@@ -10,9 +10,14 @@ __all__ = ["sync", "timed"]
 
 
 def sync() -> None:
-    """Wait for every queued GPU kernel (no-op without CUDA), so a clock read after it is honest (02)."""
+    """Wait for every queued GPU kernel on every GPU (no-op without CUDA), so a clock read after it is honest (02).
+
+    ``torch.cuda.synchronize()`` with no argument waits for the current device only, so each device
+    is synchronized by its index: a step that runs on several GPUs is done only when all of them are.
+    """
     if torch.cuda.is_available():
-        torch.cuda.synchronize()
+        for d in range(torch.cuda.device_count()):
+            torch.cuda.synchronize(d)
 
 
 def timed(times: dict, name: str, fn: Callable[[], Any]) -> Any:
