@@ -129,3 +129,5 @@ def test_ddp_logging_worker_logs_rank_0s_shard_and_returns_every_ranks_means(tmp
     assert len(logged) == 1 and abs(logged[0] - ranks[0]["train/loss"][0]) < 1e-5   # rank 0's shard, not the run
     assert ranks[0]["train/loss"] != ranks[1]["train/loss"]                       # the shards differ
     assert len(list(tmp_path.rglob("events.out.tfevents.*"))) == 1                # rank 1 wrote nothing
+    n = ranks[0]["dataset"]                                                       # DistributedSampler pads: equal shards
+    assert n % 2 == 1 and [r["samples"] for r in ranks] == [(n + 1) // 2] * 2

@@ -76,6 +76,14 @@ def through_run_mean(writer, epoch, gathered):      # the check's own reference,
         writer.add_scalar(tag, _run_mean(gathered, tag), epoch)
 
 
+def through_run_epoch_means(writer, epoch, gathered):      # the notebook's helper of section 4, fed the gathered pairs
+    from helpers.monitor import run_epoch_means
+
+    ranks = [{"samples": n, **{tag: [v] for tag, v in m.items()}} for n, m in gathered]
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, run_epoch_means(ranks, tag)[0], epoch)
+
+
 def new_style(writer, epoch, gathered):
     for tag in gathered[0][1]:
         writer.add_scalar(tag, _mean(gathered, tag), epoch, new_style=True)
@@ -134,7 +142,7 @@ def test_right_answers_pass_every_time(fn):
 
 
 @pytest.mark.parametrize("fn", [rank0_only, plain_mean, summed, weighted_sum_not_divided, every_rank_written,
-                                through_monitor_log, through_run_mean, new_style, hard_coded_tags, add_scalars_instead, epoch_plus_one,
+                                through_monitor_log, through_run_mean, through_run_epoch_means, new_style, hard_coded_tags, add_scalars_instead, epoch_plus_one,
                                 no_step, first_metric_only, value_and_step_swapped, its_own_writer, rounded_values],
                          ids=lambda f: f.__name__)
 def test_wrong_answers_are_refused(fn):
@@ -145,7 +153,7 @@ def test_wrong_answers_are_refused(fn):
 
 @pytest.mark.parametrize("fn, words", [(rank0_only, "rank 0"), (plain_mean, "differ in size"),
                                        (through_monitor_log, "Monitor.log"), (new_style, "new_style"),
-                                       (through_run_mean, "_run_mean")])
+                                       (through_run_mean, "_run_mean"), (through_run_epoch_means, "_run_mean")])
 def test_the_classic_mistakes_are_named(fn, words):
     ok, message = verify(EX, fn)
     assert not ok and words in message, message
@@ -202,3 +210,10 @@ def test_rerun_points_answer_is_what_tensorboards_reader_returns(tmp_path):
     assert len(list(tmp_path.glob("events.out.tfevents.*"))) == 2
     assert [s for s, _ in points] == list(range(100)) * 2          # the second run's steps follow the first's
     assert verify("05.rerun_points", len(points))[0]
+
+
+def test_run_epoch_means_weights_each_rank_by_its_samples():
+    from helpers.monitor import run_epoch_means
+
+    ranks = [{"samples": 3, "train/loss": [1.0, 2.0]}, {"samples": 1, "train/loss": [5.0, 2.0]}]
+    assert run_epoch_means(ranks, "train/loss") == [2.0, 2.0]       # (3·1 + 1·5) / 4; equal values stay

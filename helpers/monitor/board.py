@@ -49,7 +49,8 @@ def tensorboard_binary() -> str:
     ``%tensorboard`` starts the server as a child of the kernel, and nothing stopped it when the
     kernel was killed (a crash, the OOM killer): it kept serving, and holding its port. On Linux
     the binary given to the magic is a small wrapper that has the operating system send the server
-    SIGTERM when the kernel dies (``PR_SET_PDEATHSIG``), then becomes the real ``tensorboard``.
+    SIGTERM when the kernel dies (``PR_SET_PDEATHSIG``), then becomes the real ``tensorboard``;
+    where the wrapper's folder is mounted noexec, the real binary is given, with no such signal.
     On every system, the servers this kernel started are also ended when it shuts down
     (:func:`stop_own_tensorboards`, registered with ``atexit``).
     """
