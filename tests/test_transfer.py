@@ -393,6 +393,34 @@ def test_recorded_convolutions_skip_frozen_layers_before_the_first_trainable_one
     assert counts == {"frozen": 0, "finetune": 1} and TR.recorded_convolutions(pretrained, x) == 2
 
 
+def test_convolution_gradients_record_which_gradients_autograd_asks_for():
+    pretrained = TR.make_target_model(None, "scratch", num_classes=5)
+    x = torch.zeros(2, 1, 8, 8)
+    calls = {m: TR.convolution_gradients(TR.make_target_model(pretrained, m), x) for m in TR.MODES}
+    conv2, conv1 = (32, 16, 3, 3), (16, 1, 3, 3)
+    # from scratch: conv2's input gradient is needed (conv1 trains), conv1's is not (the images need none)
+    assert [(c["weight"], c["output_mask"]) for c in calls["scratch"]] == [(conv2, (True, True, True)),
+                                                                           (conv1, (False, True, True))]
+    # fine-tuning: conv2 recorded, but its input needs no gradient, so only its weight and bias gradients
+    assert [(c["weight"], c["output_mask"]) for c in calls["finetune"]] == [(conv2, (False, True, True))]
+    assert calls["frozen"] == calls["head_only"] == []
+    assert {c["weight"]: c["macs"] for c in calls["scratch"]} == {conv2: 32 * 64 * 16 * 9, conv1: 16 * 64 * 9}
+    model = TR.make_target_model(pretrained, "finetune")
+    TR.convolution_gradients(model, x)
+    assert all(p.grad is None for p in model.parameters())                # nothing written to .grad
+
+
+def test_correlation_note_says_only_the_test_set_part_is_overstated():
+    import math
+    note = TR.correlation_note({(5, "frozen"): 0.7, (5, "finetune"): 0.6})
+    assert "positive in all 2 comparisons" in note and "overstated the test-set part of the noise" in note
+    assert "seed-to-seed part is not in it" in note
+    assert "overstated the noise of these differences" not in note        # the old, too broad conclusion
+    mixed = TR.correlation_note({1: 0.7, 2: -0.1, 3: math.nan})           # nan (every image right) is not positive
+    assert "positive in 1 of 3 comparisons" in mixed and "need not overstate the test-set part" in mixed
+    assert "seed-to-seed part is not in it" in mixed and "overstated the test-set" not in mixed
+
+
 def test_compare_strategies_reports_whole_epochs_of_at_least_the_steps_asked():
     pretrained = TR.make_target_model(None, "scratch", num_classes=5)
     rows = TR.compare_strategies(pretrained, shots=(50,), steps=10, seeds=(0,))

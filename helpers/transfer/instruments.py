@@ -15,7 +15,7 @@ from ..core.models import DigitsCNN, count_parameters
 from ..core.train import evaluate, train
 from .recipe import MODES, TARGET, Augmented, augmentations, make_target_model, subset
 
-__all__ = ["compare_strategies", "binomial_se", "compare_to", "correctness_correlation", "compare_step_times", "recorded_convolutions", "augmentation_grid", "transform_cost", "augmentation_effect", "flipped_accuracy_per_class"]
+__all__ = ["compare_strategies", "binomial_se", "compare_to", "correctness_correlation", "correlation_note", "compare_step_times", "recorded_convolutions", "convolution_gradients", "augmentation_grid", "transform_cost", "augmentation_effect", "flipped_accuracy_per_class"]
 
 
 def compare_strategies(pretrained: nn.Module, shots: Sequence[int] = (5, 10, 50), steps: int = 150,
@@ -64,8 +64,8 @@ def compare_to(a: float, b: float, n: int) -> tuple[str, float]:
 
     A difference counts only beyond twice the standard error of the difference of two binomial
     estimates, 2·sqrt(SE(a)² + SE(b)²); smaller ones are what another test set, or another seed,
-    could reverse. A rough rule: it treats the two accuracies as independent, which usually
-    overstates the noise (when the two models tend to miss the same images: their per-image
+    could reverse. A rough rule: it treats the two accuracies as independent, which overstates the
+    test-set part of the noise when the two models tend to miss the same images (their per-image
     correctness positively correlated, see :func:`correctness_correlation`), and leaves out
     seed-to-seed variation; an accuracy averaged over seeds is treated as one model's on ``n`` images.
     """
@@ -84,6 +84,55 @@ def correctness_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
     a, b = a.double() - a.double().mean(), b.double() - b.double().mean()
     den = math.sqrt(float((a * a).sum() * (b * b).sum()))
     return float((a * b).sum()) / den if den > 0 else math.nan
+
+
+def correlation_note(corr: dict) -> str:
+    """What the correlations of :func:`correctness_correlation`, one per comparison, say about
+    :func:`compare_to`'s rule (07). ``nan`` (a model right on every image) counts as not positive.
+
+    Positive correlations show only that the rule overstated the test-set part of the noise; the
+    seed-to-seed part is not in the rule, whatever their sign.
+    """
+    pos = [c for c in corr.values() if c > 0]
+    seeds = "the seed-to-seed part is not in it (per-seed accuracies above)"
+    if corr and len(pos) == len(corr):
+        return (f"r: the correlation of the two models' per-image correctness (each averaged over the seeds), positive in "
+                f"all {len(corr)} comparisons:\nthe models tend to miss the same images, so the rule overstated the "
+                f"test-set part of the noise; {seeds}.")
+    return (f"r: the correlation of the two models' per-image correctness (each averaged over the seeds), positive in "
+            f"{len(pos)} of {len(corr)} comparisons:\nwhere it is not, the rule need not overstate the test-set part "
+            f"of the noise; {seeds}.")
+
+
+def convolution_gradients(model: nn.Module, x: torch.Tensor) -> list[dict]:
+    """Each convolution gradient that the backward pass of ``model(x).sum()`` asks for (07).
+
+    Runs that backward pass (``torch.autograd.grad`` on the trainable parameters: no ``.grad`` is
+    written) under a dispatch mode that records every ``aten.convolution_backward`` call. Per call:
+    ``"weight"``, the convolution's weight shape; ``"output_mask"``, which of the (input, weight,
+    bias) gradients autograd asked it for; ``"macs"``, the multiply-adds per sample of the forward
+    convolution (output elements × weights per output channel), which its input gradient and its
+    weight gradient each take about as many of.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    calls = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is torch.ops.aten.convolution_backward.default:
+                grad_out, weight = args[0], args[2]
+                mask = kwargs.get("output_mask", args[-1])
+                calls.append({"weight": tuple(weight.shape), "output_mask": tuple(bool(m) for m in mask),
+                              "macs": grad_out[0].numel() * weight[0].numel()})
+            return func(*args, **kwargs)
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    out = model(x).sum()
+    with Record():
+        torch.autograd.grad(out, params)
+    return calls
 
 
 def compare_step_times(secs: Sequence[float], base: Sequence[float]) -> tuple[str, tuple, tuple]:
