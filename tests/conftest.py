@@ -20,16 +20,31 @@ _RAY_DIR = tempfile.mkdtemp(prefix="bog-t")
 os.environ["BEYOND_ONE_GPU_RAY_DIR"] = _RAY_DIR
 
 
-def launched_children() -> list[psutil.Process]:
-    """Launched ranks still alive: spawned children running multiprocessing's spawn_main.
+FORKSERVER = "multiprocessing.forkserver"
 
-    Other long-lived helpers of the test process (multiprocessing's resource tracker, the
-    wandb-core service of the monitoring tests) are not ranks.
+
+def is_rank(p: psutil.Process) -> bool:
+    """A launched rank (or a process it forked): a spawned child running multiprocessing's spawn_main,
+    or a child of multiprocessing's fork server (which has the server's command line)."""
+    try:
+        if "spawn_main" in " ".join(p.cmdline()):
+            return True
+        parent = p.parent()
+        return parent is not None and FORKSERVER in " ".join(parent.cmdline())
+    except psutil.Error:  # gone meanwhile
+        return False
+
+
+def launched_children() -> list[psutil.Process]:
+    """Launched ranks still alive among this process's descendants.
+
+    Other long-lived helpers of the test process (multiprocessing's resource tracker and fork
+    server, the wandb-core service of the monitoring tests) are not ranks.
     """
     alive = []
     for c in psutil.Process().children(recursive=True):
         try:
-            if c.status() != psutil.STATUS_ZOMBIE and "spawn_main" in " ".join(c.cmdline()):
+            if c.status() != psutil.STATUS_ZOMBIE and is_rank(c):
                 alive.append(c)
         except psutil.NoSuchProcess:
             pass
@@ -90,7 +105,8 @@ def kernel():
 
 def _leftovers() -> list[psutil.Process]:
     """Processes the suite started that are still alive: descendants of this process, and Ray's session
-    processes (which `ray start` detaches), minus multiprocessing's resource tracker and wandb's service."""
+    processes (which `ray start` detaches), minus multiprocessing's resource tracker and fork server (not
+    the ranks it forked) and wandb's service."""
     from helpers.core.procs import session_processes
     from helpers.dist.ray_cluster import ray_temp_dir
 
@@ -100,7 +116,9 @@ def _leftovers() -> list[psutil.Process]:
     out = []
     for p in procs.values():
         try:
-            if p.status() != psutil.STATUS_ZOMBIE and not any(k in " ".join(p.cmdline()) for k in keep):
+            line = " ".join(p.cmdline())
+            server = FORKSERVER in line and not is_rank(p)
+            if p.status() != psutil.STATUS_ZOMBIE and not server and not any(k in line for k in keep):
                 out.append(p)
         except psutil.Error:
             pass

@@ -21,7 +21,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from conftest import ROOT, launched_children, read_lines
+from conftest import ROOT, is_rank, launched_children, read_lines
 from helpers import DigitsCNN, MLP, make_loaders, train
 from helpers.dist import launcher as L
 from helpers.dist import workers
@@ -239,7 +239,7 @@ def test_ranks_end_when_the_kernel_that_launched_them_is_killed(tmp_path):
             status = open(f"/proc/{proc.pid}/status").read()
             print([line for line in status.splitlines() if line.startswith("Sig")], file=err)
             for c in psutil.process_iter(["pid", "ppid", "status", "cmdline"]):
-                if c.info["ppid"] == proc.pid or "spawn_main" in " ".join(c.info["cmdline"] or ()):
+                if c.info["ppid"] == proc.pid or is_rank(c):
                     print(c.info, file=err, flush=True)
     finally:
         proc.kill()                                   # as the OOM killer, or a crashed kernel

@@ -1,12 +1,16 @@
 """The notebook launcher (helpers.dist.launcher): results back, failures fast, hangs ended, no port collisions."""
+import os
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
+from conftest import ROOT
 from conftest import launched_children as _children
 from helpers.dist import launcher as L
-from helpers.dist import ranks
+from helpers.dist import ranks, startup
 from helpers.dist import workers
 
 
@@ -50,6 +54,33 @@ def test_two_launches_at_once_do_not_collide():
     for t in threads:
         t.join()
     assert not errors and results == [[3.0, 3.0], [3.0, 3.0]]
+
+
+def test_ranks_fork_from_one_server_and_see_the_launchers_environment_of_each_launch(monkeypatch):
+    if startup.start_method() != "forkserver":
+        pytest.skip("spawn here: every rank is a fresh Python")
+    monkeypatch.setenv("BOG_PROBE", "first")
+    first = L.launch(workers.parent_and_env, 2, args=("BOG_PROBE",), verbose=False, timeout=60)
+    monkeypatch.setenv("BOG_PROBE", "second")  # the fork server has already started: set after it
+    second = L.launch(workers.parent_and_env, 2, args=("BOG_PROBE",), verbose=False, timeout=60)
+    assert [r["env"] for r in first] == ["first"] * 2 and [r["env"] for r in second] == ["second"] * 2
+    parents = {r["ppid"] for r in first + second}
+    assert len(parents) == 1 and os.getpid() not in parents  # one fork server started all four, not this process
+
+
+def test_what_the_fork_server_imports_does_not_initialise_cuda():
+    """A process forked after CUDA was initialised cannot use it: the server's imports must not touch CUDA."""
+    probe = ("import torch, torch.cuda\n"
+             "calls = []\n"
+             "for name in ('is_available', 'device_count', '_lazy_init', 'init', 'mem_get_info'):\n"
+             "    setattr(torch.cuda, name, lambda *a, _n=name, **k: calls.append(_n))\n"
+             "torch._C._cuda_getDeviceCount = lambda: calls.append('_cuda_getDeviceCount') or 0\n"
+             f"for m in {startup._PRELOAD!r}:\n"
+             "    __import__(m)\n"
+             "print(calls, torch.cuda.is_initialized())\n")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["[]", "False"], out.stdout
 
 
 def test_output_of_ranks_is_relayed(capfd):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import launch_drills
-from conftest import launched_children
+from conftest import is_rank, launched_children
 from helpers.dist import launcher as L
 from helpers.dist import relay, workers
 
@@ -195,8 +195,7 @@ def test_stop_in_jupyter_shows_one_short_message_and_leaves_no_rank(tmp_path):
         traceback = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(reply["content"]["traceback"]))
         assert traceback == "Stopped: the 2 rank(s) of this launch were ended; nothing is left running.", \
             traceback
-        _wait_for(lambda: not [c for c in kernel.children(recursive=True)
-                               if "spawn_main" in " ".join(c.cmdline())], 10, "no rank left")
+        _wait_for(lambda: not [c for c in kernel.children(recursive=True) if is_rank(c)], 10, "no rank left")
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)

@@ -114,9 +114,9 @@ def _how_it_ended(rank: int, code: int, started: bool) -> str:
                "SIGBUS": " (a crash in native code: often shared memory (/dev/shm) running out)"}.get(name, "")
         return f"it was killed by {name}{why}"
     if not started:
-        return (f"it exited with code {code} before running your function: spawn could not start it. The error is "
+        return (f"it exited with code {code} before running your function: multiprocessing could not start it. The error is "
                 "printed above, outside this message. If you launched from a script, call launch() under "
-                "`if __name__ == \"__main__\":` (spawn imports the script again in every new process).")
+                "`if __name__ == \"__main__\":` (every new process imports the script again).")
     if code == 0:
         return ("it exited with code 0 without returning a result: does the function call sys.exit(), os._exit(), "
                 "or end the process some other way before returning?")

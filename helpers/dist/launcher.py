@@ -6,7 +6,9 @@
 - the backend is chosen for you (nccl with one GPU per process, gloo otherwise) and said;
 - the rendezvous port is free by construction: the launcher opens the ``TCPStore`` itself on
   port 0, so two launches at once never collide;
-- the *spawn* start method, safe after CUDA has been initialised in the notebook;
+- processes started by multiprocessing's *forkserver* on Linux (*spawn* elsewhere), both safe after
+  CUDA has been initialised in the notebook; the fork server imports torch once, at the first
+  launch, and forks every later rank from itself instead of each rank importing torch again;
 - each rank's return value comes back to the notebook, its prints are relayed to the cell;
 - when a rank fails, every other rank is ended at once and the notebook is told which rank
   failed *first* and how (its traceback, or the signal that killed it); a hung launch is ended
@@ -27,9 +29,7 @@ import multiprocessing
 import os
 import pickle
 import queue
-import signal
 import sys
-import threading
 import time
 import traceback
 from datetime import timedelta
@@ -37,7 +37,6 @@ from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from ..core.device import hardware_label
 from ..core.i18n import tr
@@ -45,6 +44,7 @@ from ..core.procs import kill_group
 from . import relay
 from .failures import LaunchError, Stopped, _Run  # noqa: F401  (raised here, importable from here)
 from .ranks import choose_backend, local_device
+from .startup import context, die_with_launcher
 
 
 HOST = "127.0.0.1"
@@ -67,20 +67,13 @@ def check_importable(fn: Callable) -> None:
             fn=repr(qualname or fn)))
 
 
-def _die_with_parent(parent: int) -> None:
-    """In a rank: when the process that launched it is gone, end the rank and whatever it started."""
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os.killpg(0, signal.SIGKILL)
-
-    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
-
-
 def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int, threads: int,
-           timeout_s: float, args: tuple, conn: Any, relay_output: bool, parent: int) -> None:
+           timeout_s: float, args: tuple, conn: Any, relay_output: bool, env: dict,
+           launcher: int) -> None:
     os.setpgrp()  # a process group of its own: the rank and anything it starts end together
-    _die_with_parent(parent)
+    die_with_launcher(launcher)
+    os.environ.clear()  # the launcher's environment now, not the fork server's from its start
+    os.environ.update(env)
     channel = relay.Channel(conn, rank)
     channel.send("started", os.getpid())
     pumps = relay.relay_output(channel) if relay_output else []
@@ -157,7 +150,7 @@ def _refuse_during_bootstrap() -> None:
         raise RuntimeError(tr(
             "launch.during_bootstrap",
             "launch() was called while this process was itself being started by launch(): your script calls "
-            "launch() when it is imported. spawn imports the script again in every new process, so put the call "
+            "launch() when it is imported. Every new process imports the script again, so put the call "
             "under `if __name__ == \"__main__\":`."))
 
 
@@ -227,13 +220,13 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
         print(f"note: {nprocs} process(es) × {threads} thread(s) on {cores} core(s): each gets about "
               f"{cores / (nprocs * threads):.2g} of a core, so this will be slow; timeout={timeout:g} s may be too short",
               file=sys.stderr)
-    ctx = mp.get_context("spawn")
+    ctx = context()
     # world_size None: a store for any number of users, which does not wait for the ranks to connect (TCPStore docs)
     store = dist.TCPStore(HOST, 0, None, True, timedelta(seconds=timeout))
     pipes = [ctx.Pipe(duplex=False) for _ in range(nprocs)]
     procs = [ctx.Process(target=_entry, daemon=True, name=f"rank{r}",
                          args=(fn_bytes, r, nprocs, backend, store.port, threads, timeout, args, pipes[r][1],
-                               relay_output, os.getpid()))
+                               relay_output, dict(os.environ), os.getpid()))
              for r in range(nprocs)]
     run, inbox = _Run(nprocs), queue.Queue()
     deadline = time.monotonic() + timeout

@@ -1,6 +1,6 @@
 """Small worker functions for launched processes: demonstrations and failure drills (03, tests).
 
-Spawned processes import the function they run, so workers live in a module like this one.
+Launched processes import the function they run, so workers live in a module like this one.
 Each is called as ``fn(rank, world_size, *args)`` by :func:`helpers.launch.launch`.
 """
 from __future__ import annotations
@@ -19,6 +19,11 @@ def whoami(rank: int, world_size: int) -> dict:
     bound = getattr(dist.group.WORLD, "bound_device_id", None)
     return {"rank": rank, "world_size": world_size, "backend": dist.get_backend(), "pid": os.getpid(),
             "threads": torch.get_num_threads(), "bound_device": None if bound is None else str(bound)}
+
+
+def parent_and_env(rank: int, world_size: int, name: str) -> dict:
+    """This rank's parent process and the value of environment variable ``name`` in it (tests)."""
+    return {"ppid": os.getppid(), "env": os.environ.get(name)}
 
 
 def all_reduce_sum(rank: int, world_size: int) -> float:
