@@ -29,7 +29,7 @@ def plot_strategies(rows: list[dict], label: str = "") -> Figure | None:
                        fmt=styles[i % len(styles)], color=f"C{i}", capsize=3, label=name, markersize=7 - i,
                        markerfacecolor="none" if i % 2 else f"C{i}")   # nudged sideways so the bars do not overlap
     ax[0].set(xscale="log", xlabel="labelled images per class (digits 5–9)", ylabel="test accuracy (bars: 2·SE of each alone)",
-              title="pretrained on digits 0–4, adapted to 5–9")
+              title="digits 5–9: from scratch, or pretrained on 0–4")
     ax[0].set_xticks(shots, [str(k) for k in shots])
     ax[0].xaxis.set_minor_locator(NullLocator())  # no 2×10¹-style labels between them
     ax[0].legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)

@@ -76,7 +76,7 @@ MODES = {
     "scratch": "from scratch",
     "head_only": "freeze all but the classifier",
     "frozen": "freeze the convolutions, new head",
-    "finetune": "fine-tune the last conv block + new head",
+    "finetune": "fine-tune the last conv layer + new head",
 }
 
 
@@ -108,7 +108,7 @@ def make_target_model(pretrained: nn.Module | None, mode: str, num_classes: int 
         head_in = model.features[6].in_features
         model.features = nn.Sequential(*convs, nn.Linear(head_in, model.features[6].out_features), nn.ReLU())
         if mode == "finetune":
-            convs[2].requires_grad_(True)  # the last convolution block
+            convs[2].requires_grad_(True)  # the last convolution
     model.classifier = nn.Linear(model.classifier.in_features, num_classes)  # new, trainable
     return model.to(device)  # the new layers were made on the CPU
 
