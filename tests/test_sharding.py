@@ -48,6 +48,17 @@ def test_tensor_parallel_traffic_counts_no_all_reduce_for_the_datas_gradient():
     assert comm_per_step(10, 2, "tp", tp_activation_bytes=act)["total"] == 0
 
 
+def test_zero2_traffic_is_the_design_memory_per_rank_counts():
+    """ZeRO-2 keeps whole parameters in their stored dtype (memory_per_rank): its traffic moves them as stored, 2Ψ."""
+    psi, f = 1000, 3 / 4
+    for precision in ("fp32", "amp"):                                # whole fp32 parameters and fp32 gradients
+        mem, comm = memory_per_rank(psi, 4, "zero2", precision), comm_per_step(psi, 4, "zero2", precision)
+        assert mem["params"] == 4 * psi and mem["grads"] == 4 * psi // 4
+        assert comm == {"reduce_scatter": f * 4 * psi, "all_gather": f * 4 * psi, "total": 2 * f * 4 * psi}
+    ds = comm_per_step(psi, 4, "zero2", "deepspeed")                  # the paper's fp16 parameters and gradients
+    assert ds["total"] == 2 * f * 2 * psi and memory_per_rank(psi, 4, "zero2", "deepspeed")["params"] == 2 * psi
+
+
 def test_the_largest_ranks_share_when_n_does_not_divide_the_tensors():
     model = make_model()                                 # 8 × (512×512 weight + 512 bias)
     psi = model_parameters()

@@ -109,8 +109,10 @@ def comm_per_step(params: int, world_size: int, strategy: str = "ddp", precision
     all-reduces the gradient buckets by default, 3Ψ), ZeRO-3/FSDP 3Ψ (parameters
     all-gathered in forward and again in backward, gradients reduce-scattered), times ``(N − 1)/N``
     and the bytes per element. PyTorch's ``ZeroRedundancyOptimizer`` ("zero1" with "fp32"/"amp") keeps
-    DDP's all-reduce and broadcasts the updated fp32 parameters: 3Ψ; its "zero2" is FSDP2 with
-    ``reshard_after_forward=False`` (one all-gather). Under "amp" DDP reduces fp32 gradients, FSDP2
+    DDP's all-reduce and broadcasts the updated fp32 parameters: 3Ψ. "zero2" is the design
+    :func:`memory_per_rank` counts (whole parameters in their stored dtype, gradients and optimizer state
+    sharded; PyTorch has no class for it): the gradients reduce-scattered and the updated parameters
+    all-gathered, each in its stored dtype, 2Ψ. Under "amp" DDP reduces fp32 gradients, FSDP2
     gathers and reduce-scatters in ``param_dtype`` (bf16). Tensor parallelism all-reduces
     activations instead: two per block (forward, and the input gradient in backward), less one when
     the first block's input is the data (``tp_input_grad=False``, the default): no gradient flows to it.
@@ -125,8 +127,8 @@ def comm_per_step(params: int, world_size: int, strategy: str = "ddp", precision
         out = {"reduce_scatter": f * params * low, "all_gather": f * params * low}
     elif strategy == "zero1":
         out = {"all_reduce": 2 * f * params * grad, "broadcast": f * params * 4}
-    elif strategy == "zero2":
-        out = {"all_gather": f * params * low, "reduce_scatter": f * params * low}
+    elif strategy == "zero2":  # whole stored parameters (memory_per_rank's ZeRO-2): gathered and scattered as stored
+        out = {"reduce_scatter": f * params * grad, "all_gather": f * params * BYTES_PER_PARAM[(precision, "adam")][0]}
     elif strategy in ("zero3", "fsdp2"):
         out = {"all_gather": 2 * f * params * low, "reduce_scatter": f * params * low}
     else:

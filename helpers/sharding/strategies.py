@@ -109,12 +109,12 @@ def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layer
 
 
 def _predicted_parts(s: str, n: int, compute: dict, comm: dict, link: dict, own: float) -> dict[str, float]:
-    """The step's parts, each measured apart; no overlap assumed: the step is their sum (09).
+    """The step's parts, timed or modelled from timings; no overlap assumed: the step is their sum (09).
 
     ``own``: what the strategy's wrapper adds to a plain step on one process (its step there less the
     plain model's ``train_step``), carried over to N; ``plain rest``: :func:`plain_rest` on these N ranks
     (a negative one counted as 0, like ``own``); ``compute``: the plain forward and backward (TP: the
-    whole batch's ÷ N); ``adam``: Adam's step (÷ N when sharded); ``comm``: α–β per collective.
+    whole batch's ÷ N); ``adam``: Adam's step on the whole model, ÷ N when sharded; ``comm``: α–β per collective.
     """
     fb = compute["fb_full_s"] / n if s == "tp" else compute["fb_local_s"]
     adam = compute["adam_s"] / (1 if s == "ddp" else n)
@@ -244,7 +244,7 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
                 if k in got:
                     row[k] = got[k]
             if timed:
-                row["step_s"] = got["step_s"]
+                row["step_s"], row["step_spread_s"] = got["step_s"], got["step_spread_s"]
                 if n == 1:  # what the wrapper adds to the plain model's step, both on one process
                     raw[s] = got["step_s"] - r0["compute"]["plain_full_s"]  # kept as measured, printed in 09
                     own[s] = max(0.0, raw[s])                                # the prediction counts a negative one as 0
