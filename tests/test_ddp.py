@@ -309,6 +309,15 @@ def _fifth_read_rows() -> list[dict]:
     return rows
 
 
+def test_the_summary_opens_with_a_one_line_takeaway_generated_from_the_verdicts():
+    first = ddp.scaling_summary(_fifth_read_rows())["text"].split("\n")[0]
+    assert first == ("In short, 2 processes against 1: faster in every repeat at 1024 and 2048; no clear difference at "
+                     "64 and 128. Where the compute-only ideal (below) is known (128 and 2048), the median reached "
+                     "76–77 % of it.")
+    first = ddp.scaling_summary(_rows({64: (0.8, 0.86, 0.9), 256: (1.4, 1.48, 1.5)}))["text"].split("\n")[0]
+    assert first == "In short, 2 processes against 1: faster in every repeat at 256; slower in every repeat at 64."
+
+
 def test_every_batch_whose_share_was_timed_gets_its_compute_only_ideal_not_the_plain_2x():
     """Fifth read: at 2048 each process computes 1024 samples, where 1 process is ~1.18× cheaper a sample: ~2.37×."""
     rows = _fifth_read_rows()
@@ -475,3 +484,17 @@ def test_the_sampler_exercises_refuse_the_worked_examples_answers_and_the_classi
         assert not verify("03.padding_n17_k5", wrong)[0], wrong
     per_rank = ddp.sampler_indices(17, 5)  # the sampler itself: 4 each, 20 in all
     assert {len(r) for r in per_rank} == {4} and sum(len(r) for r in per_rank) - 17 == 3
+
+
+def test_how_the_launch_ended_follows_what_the_other_ranks_did():
+    from helpers.dist.failures import LaunchError
+    lost = LaunchError(1, "x", "rank 1: ValueError: bug", exits={0: 1, 1: 1},
+                       errors={0: "Traceback\nRuntimeError: [pair.cc] Connection closed by peer", 1: "ValueError: bug"})
+    text = ddp.how_the_launch_ended(lost, 0.53)
+    assert text.startswith("rank 0: did not wait to be ended") and "no rank was left to end" in text
+    assert "So the 0.5 s are" in text and "SIGTERM" not in text
+    hung = LaunchError(1, "x", "rank 1: ValueError: bug", exits={0: None, 1: 1, 2: 1},
+                       errors={1: "ValueError: bug", 2: "Traceback\nKeyError: 'k'"})
+    text = ddp.how_the_launch_ended(hung, 1.73)
+    assert "rank 0: still running when the launcher stopped listening" in text and "rank 2: raised too: KeyError: 'k'" in text
+    assert "all of SETTLE (1 s) of listening while rank(s) 0 ran" in text and "SIGTERM, then up to 3 s before SIGKILL" in text

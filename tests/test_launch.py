@@ -130,3 +130,20 @@ def test_progress_is_plain_tqdm_outside_jupyter():
     from helpers.core.bars import progress
     bar = progress(range(3), disable=True)
     assert isinstance(bar, tqdm) and list(bar) == [0, 1, 2]
+
+
+def test_diagnose_names_the_cause_by_rule_not_by_arrival():
+    """A signal first; else a rank gone without a traceback; else the lowest rank whose error is not a lost peer (03)."""
+    from helpers.dist.failures import _Run
+    lost = "Traceback ...\nRuntimeError: [pair.cc:534] Connection closed by peer [127.0.0.1]:1234"
+    run = _Run(3)
+    run.started = {0, 1, 2}
+    run.errors = {0: lost, 2: "Traceback ...\nValueError: the bug"}
+    e = run.diagnose({0: 1, 1: None, 2: 1})
+    assert e.rank == 2 and e.cause == "rank 2: ValueError: the bug"  # rank 0 raised too, but lost its peer
+    assert e.exits == {0: 1, 1: None, 2: 1} and e.errors[0] == lost  # rank 1 still running: the launcher ends it
+    assert "rank 0 then failed" in e.details
+    run.errors[1] = "Traceback ...\nKeyError: 'x'"
+    assert run.diagnose({0: 1, 1: 1, 2: 1}).rank == 1  # two real causes: the lowest-numbered, not the first to arrive
+    assert run.diagnose({0: 1, 1: 1, 2: 1, 3: -9}).rank == 3  # a rank killed by a signal comes before any traceback
+    assert run.diagnose({0: 1, 1: 1, 2: 1, 3: 1}).rank == 3  # one gone without a traceback comes before them too

@@ -16,7 +16,8 @@ from ..dist.throughput import BucketCounter, rank_share
 from .recipe import accumulate_with_no_sync, ddp_wrap
 
 __all__ = ["sampler_indices", "format_sampler_table", "equivalence_worker", "run_ddp_equivalence_check",
-           "run_ddp_equivalence_checks", "no_sync_worker", "pinned_copy_speed", "throughput_table", "gloo_worker_threads"]
+           "run_ddp_equivalence_checks", "no_sync_worker", "pinned_copy_speed", "throughput_table", "gloo_worker_threads",
+           "how_the_launch_ended"]
 
 
 def sampler_indices(n: int = 10, world_size: int = 4, shuffle: bool = False, epoch: int = 0,
@@ -222,4 +223,37 @@ def throughput_table(rows: list[dict]) -> str:
     for r in rows:
         lines.append(f"{r['processes']:>9} {r['global_batch']:>12} {1e3 * r['step_s']:>8.1f} {r['samples_per_s']:>10.0f} "
                      f"{r['speedup']:>7.2f}× {r['allreduce_bytes_per_step'] / 1e3:>19.0f}")
+    return "\n".join(lines)
+
+
+def how_the_launch_ended(err, seconds: float) -> str:
+    """What each other rank did after the cause of a failed launch, and what the time printed holds (03).
+
+    Generated from the :class:`~helpers.dist.failures.LaunchError`: ``exits`` (``None``: still running when the
+    launcher stopped listening, so it ended that rank) and ``errors`` (a traceback naming a lost connection,
+    ``PEER_LOST``, is a consequence of another rank's leaving).
+    """
+    from ..dist.failures import PEER_LOST
+    from ..dist.launcher import SETTLE
+    lines, still = [], []
+    for r in sorted(x for x in err.exits if x != err.rank):
+        code, tb = err.exits[r], err.errors.get(r, "")
+        if code is None:
+            still.append(r)
+            lines.append(f"rank {r}: still running when the launcher stopped listening, so the launcher ended it")
+        elif any(s in tb for s in PEER_LOST):
+            lines.append(f"rank {r}: did not wait to be ended: its collective failed with a lost-connection error "
+                         f"(PEER_LOST: a consequence of rank {err.rank} leaving, not a cause), and it exited")
+        elif tb:
+            lines.append(f"rank {r}: raised too: {tb.strip().splitlines()[-1]}")
+        else:
+            lines.append(f"rank {r}: exited with code {code}")
+    if still:
+        lines.append(f"So the {seconds:.1f} s are: starting the ranks, all of SETTLE ({SETTLE:g} s) of listening while "
+                     f"rank(s) {', '.join(map(str, still))} ran, up to 0.2 s more, and ending them (SIGTERM, then up "
+                     f"to 3 s before SIGKILL).")
+    else:
+        lines.append(f"So the {seconds:.1f} s are: starting the ranks, their failing, and the listening, which stops once "
+                     f"every rank has exited (SETTLE, {SETTLE:g} s, is its upper bound), then up to 0.2 s more; no rank "
+                     f"was left to end.")
     return "\n".join(lines)

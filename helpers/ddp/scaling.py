@@ -21,6 +21,7 @@ from ..dist.ranks import agree, local_device
 from ..dist.throughput import BucketCounter, rank_share
 from .instruments import gloo_worker_threads
 from .recipe import ddp_wrap
+from .verdicts import _batch_lines, _names, _takeaway
 
 __all__ = ["scaling_worker", "measure_scaling", "scaling_summary", "scaling_table"]
 
@@ -124,12 +125,6 @@ def measure_scaling(nprocs: int = 2, batches: tuple[int, ...] = (64, 256, 1024, 
     return rows
 
 
-def _names(batches: list[int]) -> str:
-    """``[64]`` → "64", ``[64, 256, 1024]`` → "64, 256 and 1024"."""
-    words = [str(b) for b in batches]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
 def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
     """What the measured speedups say, in sentences generated from them (03): for the text and the plot title.
 
@@ -150,7 +145,10 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
         return "slower" if by[b]["speedup_max"] < 1 / (1 + margin) else "unclear"
 
     groups = {v: [b for b in batches if verdict(b) == v] for v in ("faster", "slower", "unclear")}
-    lines = [f"Speedup of {n} processes over 1, per global batch, from {reps} repeats: the median, the interquartile "
+    short = {"faster": "faster in every repeat", "slower": "slower in every repeat", "unclear": "no clear difference"}
+    ideal = compute_only_ideal(rows)
+    lines = [_takeaway(by, groups, short, ideal, n), "",
+             f"Speedup of {n} processes over 1, per global batch, from {reps} repeats: the median, the interquartile "
              f"range (the middle half of the repeats), all (lowest–highest).",
              f"A repeat counts as faster above {1 + margin:.2f}×, slower below {1 / (1 + margin):.2f}×; the verdict calls "
              f"a batch faster (or slower) only when every repeat is."]
@@ -176,12 +174,10 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
                      "the batches' speedups apart.")
     if moves and close:
         lines.append(f"The ranges overlap for {', '.join(close)}: this run cannot tell those apart.")
-    short = {"faster": "faster in every repeat", "slower": "slower in every repeat", "unclear": "no clear difference"}
     title = f"{n} vs 1 process: " + "; ".join(f"{short[v]} at {_names(bs)}" for v, bs in groups.items() if bs)
     title += "\nspeedup " + ("; ".join(moves) if moves else "not told apart between any two batches")
     ar_ms = rows[0]["allreduce_s"] * 1e3
     share = ", ".join(f"{100 * rows[0]['allreduce_s'] / by[b]['step_s_n']:.0f} % at {b}" for b in batches)
-    ideal = compute_only_ideal(rows)
     if moves and any(abs(ideal[b] / n - 1) > margin for b in ideal):
         lines.append(f"Those differences are not all DDP's: 1 process's own cost per sample changes with the batch "
                      f"(next paragraph).")
@@ -217,25 +213,6 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
                      f"parts, so it cannot say how much of the all-reduce a step pays.")
     return {"best": best, "worst": worst, "verdicts": {b: verdict(b) for b in batches}, "trend": trend,
             "title": title, "ideal": ideal, "text": "\n".join(lines)}
-
-
-def _batch_lines(r: dict, verdict: str, margin: float) -> list[str]:
-    """One batch: median, interquartile range and range of the repeats, how many were faster, the verdict and why (03)."""
-    s, med, n = r["speedups"], r["speedup"], r["processes"]
-    q1, _, q3 = statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else s * 3
-    up, down, k = sum(x > 1 + margin for x in s), sum(x < 1 / (1 + margin) for x in s), len(s)
-    head = (f"  batch {r['global_batch']}: median {med:.2f}×, interquartile {q1:.2f}–{q3:.2f}×, all {r['speedup_min']:.2f}–"
-            f"{r['speedup_max']:.2f}×; faster in {up} of {k} repeats, slower in {down} of {k}")
-    if verdict != "unclear":
-        return [head, f"    verdict: {n} processes {verdict} than 1 in every repeat"]
-    if med > 1 + margin or med < 1 / (1 + margin):
-        way, odd, edge = ("faster", k - up, f"the lowest {r['speedup_min']:.3f}×, not above {1 + margin:.2f}×") \
-            if med > 1 else ("slower", k - down, f"the highest {r['speedup_max']:.3f}×, not below {1 / (1 + margin):.2f}×")
-        why = (f"the median says {way}, but the verdict asks all {k} repeats to be {way} and {odd} "
-               f"{'was' if odd == 1 else 'were'} not ({edge})")
-    else:
-        why = f"the median is within {100 * margin:.0f} % of 1×"
-    return [head, f"    verdict: no clear difference: {why}"]
 
 
 def compute_only_ideal(rows: list[dict]) -> dict:

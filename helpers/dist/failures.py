@@ -1,9 +1,10 @@
-"""When a launch fails: which rank failed first, and how, in words that say what to do (01, 03).
+"""When a launch fails: which rank is the cause, and how, in words that say what to do (01, 03).
 
 The launcher collects what each rank said (started, a result, a traceback) and how each process
-ended; :meth:`_Run.diagnose` names the first cause: a rank killed by a signal (the out-of-memory
-killer's SIGKILL, a segfault), a rank that vanished, or one that raised, ahead of the ranks that
-then lost their connection to it.
+ended; :meth:`_Run.diagnose` names the cause: a rank killed by a signal (the out-of-memory
+killer's SIGKILL, a segfault); else a rank that ended without a traceback; else the lowest-numbered
+rank whose error is not a lost connection to another rank (``PEER_LOST``), ahead of the ranks that
+then lost their connection to it. It judges what has arrived by then, not which rank failed first.
 """
 from __future__ import annotations
 
@@ -23,16 +24,21 @@ PEER_LOST = ("Connection reset by peer", "Connection closed by peer", "Broken pi
 
 
 class LaunchError(RuntimeError):
-    """A rank failed; ``rank`` is the one that failed first, ``cause`` says how in one line (01, 03).
+    """A rank failed; ``rank`` is the one :meth:`_Run.diagnose` names as the cause, ``cause`` says how (01, 03).
 
     The message holds that rank's whole traceback (or how it ended), then what the other ranks
-    did after it, as consequences.
+    did after it, as consequences. ``exits``: each rank's exit code when the launcher stopped
+    listening (``None``: still running, so the launcher then ended it); ``errors``: the traceback
+    of every rank that raised.
     """
 
-    def __init__(self, rank: int, details: str, cause: str = "") -> None:
+    def __init__(self, rank: int, details: str, cause: str = "", exits: dict | None = None,
+                 errors: dict | None = None) -> None:
         self.rank = rank
         self.details = details
         self.cause = cause or details.strip().splitlines()[-1]
+        self.exits = dict(exits or {})
+        self.errors = dict(errors or {})
         super().__init__(f"rank {rank} failed; {details}")
 
 
@@ -87,7 +93,8 @@ class _Run:
                                         for r, t in self.exit_seen.items())
 
     def diagnose(self, exits: dict[int, int | None]) -> LaunchError:
-        """The error that names the first cause: a rank killed by a signal, one that vanished, or one that raised."""
+        """The error that names the cause: a rank killed by a signal; else one that ended without a traceback; else
+        the lowest-numbered rank whose error is not a lost connection (``PEER_LOST``); else the lowest that raised."""
         notes = {r: _how_it_ended(r, code, r in self.started)
                  for r, code in exits.items() if code is not None and r not in self.results and r not in self.errors}
         signalled = [r for r, code in exits.items() if code is not None and code < 0 and r in notes]
@@ -100,7 +107,7 @@ class _Run:
                    if r != first]
         if others:
             text += "\nAfter that (consequences, most likely):\n" + "\n".join(others)
-        return LaunchError(first, text, f"rank {first}: {cause}")
+        return LaunchError(first, text, f"rank {first}: {cause}", exits=exits, errors=self.errors)
 
 
 def _how_it_ended(rank: int, code: int, started: bool) -> str:

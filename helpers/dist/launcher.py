@@ -7,11 +7,13 @@
 - the rendezvous port is free by construction: the launcher opens the ``TCPStore`` itself on
   port 0, so two launches at once never collide;
 - processes started by multiprocessing's *forkserver* on Linux (*spawn* elsewhere), both safe after
-  CUDA has been initialised in the notebook; the fork server imports torch once, at the first
-  launch, and forks every later rank from itself instead of each rank importing torch again;
+  CUDA has been initialised in the notebook; the fork server (one per process, started at the
+  first forkserver start in it: the first launch, unless something else started it before) imports
+  torch once and forks every rank from itself instead of each rank importing torch again;
 - each rank's return value comes back to the notebook, its prints are relayed to the cell;
-- when a rank fails, every other rank is ended at once and the notebook is told which rank
-  failed *first* and how (its traceback, or the signal that killed it); a hung launch is ended
+- when a rank fails, every other rank is ended and the notebook is told which rank is the cause
+  and how (its traceback, or the signal that killed it; the rule: :meth:`.failures._Run.diagnose`),
+  after up to ``SETTLE`` s more of listening, in case the cause arrives second; a hung launch is ended
   by ``timeout``; no process is left behind, not even one a rank started, and not when the
   kernel itself dies.
 
@@ -190,8 +192,9 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
 
     ``threads`` is ``torch.set_num_threads`` in every rank (1 by default, so that N processes on
     N cores do not fight over them). ``timeout`` (seconds) bounds the whole launch. Raises
-    :class:`LaunchError` naming the rank that failed first (its traceback, or the signal that
-    killed it), or ``TimeoutError``; in both cases every rank has been ended before it raises.
+    :class:`LaunchError` naming the rank that is the cause (its traceback, or the signal that
+    killed it; the rule: :meth:`.failures._Run.diagnose`), or ``TimeoutError``; in both cases
+    every rank has been ended before it raises.
     ``check=False`` skips the importability check, to show the error the spawned processes hit.
 
     Example::
@@ -264,7 +267,7 @@ def _wait_for_results(procs: list, run: _Run, inbox: "queue.Queue", deadline: fl
         run.receive(inbox, wait=0.05)
         exits = {r: p.exitcode for r, p in enumerate(procs) if p.exitcode is not None}
         if run.failed(exits):
-            settle = time.monotonic() + SETTLE  # let the first cause arrive, if it comes second
+            settle = time.monotonic() + SETTLE  # let the root cause arrive, if it comes second
             while time.monotonic() < settle and any(p.exitcode is None for p in procs):
                 run.receive(inbox, wait=0.05)
             run.receive(inbox, wait=0.2)
