@@ -117,6 +117,22 @@ def _shells(model: nn.Module, n: int) -> list[nn.Module]:
     return per_model[n]
 
 
+def _record_node_threads(loss: torch.Tensor, threads: list[int]) -> int:
+    """A pre-hook on every node of ``loss``'s backward graph, appending the thread that runs it to ``threads``.
+
+    Returns the number of nodes hooked.
+    """
+    seen, stack = set(), [loss.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        node.register_prehook(lambda grads: threads.append(threading.get_ident()))
+        stack.extend(f for f, _ in node.next_functions)
+    return len(seen)
+
+
 def four_steps_cpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int = 2,
                    record_backward_threads: bool = False) -> dict:
     """The same four steps on a CPU: chunks, autograd-connected parameter copies, threads, a concat (02).
@@ -125,7 +141,8 @@ def four_steps_cpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int = 
     to the original), so ``backward`` sums the replicas' gradients onto the original parameters;
     replica 0 uses the original parameters, as DataParallel's replica on ``device_ids[0]`` does.
     Only the step itself runs here (timed per step); the memory accounting is a separate call.
-    With ``record_backward_threads`` each replica's output records which thread runs its backward.
+    With ``record_backward_threads`` every node of the backward graph (each replica's, the gather's,
+    the loss's, the leaves' ``AccumulateGrad``) records which thread runs it, through a pre-hook.
     """
     times: dict[str, float] = {}
     inputs = timed(times, "scatter", lambda: list(x.chunk(n)))
@@ -136,20 +153,21 @@ def four_steps_cpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int = 
     outputs: list[torch.Tensor | None] = [None] * len(inputs)
     shells = _shells(model, len(inputs))  # one module per thread: functional_call swaps parameters in place
     backward_threads: list[int] = []
+    nodes = 0
 
     def run(i: int) -> None:
         outputs[i] = functional_call(shells[i], replicas[i], (inputs[i],))
-        if record_backward_threads:
-            outputs[i].register_hook(lambda g: backward_threads.append(threading.get_ident()))
 
     timed(times, "apply", lambda: run_threads_one_intraop(run, len(inputs)))
     out = timed(times, "gather", lambda: torch.cat(outputs))  # onto the output device (here: the same CPU)
     loss = nn.functional.cross_entropy(out, y)
+    if record_backward_threads:
+        nodes = _record_node_threads(loss, backward_threads)
     timed(times, "backward", loss.backward)
     return {"path": f"plain tensor ops and {len(inputs)} Python threads on the CPU", "times": times,
             "loss": loss.item(), "tensors": {"x": x, "inputs": inputs, "params": params, "replicas": replicas,
                                              "outputs": outputs, "out": out},
-            "backward_threads": backward_threads}
+            "backward_threads": backward_threads, "backward_nodes": nodes}
 
 
 def _storage(t: torch.Tensor) -> int:

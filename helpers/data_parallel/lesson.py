@@ -16,8 +16,9 @@ NOTEBOOK = "02_data_parallel"
 
 EXERCISES = [
     Exercise("02.gpus_idle_6_on_4", "int", digest="cd0d9dbc98e75c11a68faea66f39c24e0d221c338576a66acfb563f67e2f7d9c",
-             hint="Section 2 names the function scatter cuts the batch with. Its documentation gives the rule for "
-                  "how many rows go into each chunk, and whether it always makes as many chunks as asked.",
+             hint="Section 2 names the function scatter cuts the batch with. Apply its documented rule for the "
+                  "size of each chunk to this batch, count the chunks it gives, and then the replicas DataParallel "
+                  "runs on them.",
              why="torch.chunk makes chunks of ceil(n / k) rows, so it can return fewer than k: DataParallel then "
                  "runs only as many replicas as there are chunks."),
     Exercise("02.gathered_bytes", "ints", digest="431a11915f4d24acbedcffc22813df94ccf8736bb79c5bc9a73db5bcf7c1ce98",

@@ -138,42 +138,29 @@ def memory_sentences(budget: int, acc: dict, classes: int = 50_000, margin: floa
             f"device needs {big_ratio:.1f}× a DDP device's bytes per sample"]
 
 
-def forward_sentence(one_worker_seconds: dict, step_seconds: dict, gil: list[dict] | None = None,
-                     rows: int = 128, where: str = "section 3", forward_only_rounds: list[float] | None = None,
-                     margin: float = MARGIN) -> str:
-    """Section 3's forward in two threads against the same forward on one thread, from the means (02).
+def forward_sentence(one_worker_seconds: dict, step_seconds: dict, where: str = "section 3",
+                     forward_only_rounds: list[float] | None = None, margin: float = MARGIN) -> str:
+    """Section 3's threaded pass against one thread's, from the means, beside section 4's forward-only rounds (02).
 
-    One ratio of two means, not rounds: no verdict is drawn from it. With ``gil``, the probe's
-    whole step at ``rows`` per thread is put beside it, with the costs only this forward has.
-    ``where``: which CPU run the times come from. ``forward_only_rounds``: section 4's forward-only
-    threads' step, round by round against one thread's; the sentence says whether section 3's whole
-    pass (the four steps and the backward, against one thread's forward and backward) points the
-    same way as section 4's verdict, or disagrees with it, and names no cause for a disagreement.
+    Section 3 gives ratios of means, not rounds: no verdict is drawn from them. ``where``: which CPU
+    run the times come from. ``forward_only_rounds``: section 4's forward-only threads' step, round
+    by round against one thread's; the sentence says whether section 3's whole pass (the four steps
+    and the backward, against one thread's forward and backward) points the same way as section 4's
+    verdict, or disagrees with it, and names no cause for a disagreement.
     """
-    one, two = one_worker_seconds["forward"], step_seconds["apply"]
-    r = two / one
-    s = (f"{where} (means of 20 passes): the forward took {1e3 * two:.1f} ms in 2 threads against {1e3 * one:.1f} ms "
-         f"on one thread ({r:.2f}× as long; one ratio of two means, so no round-by-round verdict). The backward took "
-         f"{1e3 * step_seconds['backward']:.1f} ms on one thread after the threads, against "
-         f"{1e3 * one_worker_seconds['backward']:.1f} ms after one thread's forward")
-    row = next((g for g in gil or [] if g["batch_per_thread"] == rows), None)
-    if row is not None:
-        s += (f". The threaded forward ran {one / two:.2f}× as fast as one thread; the probe's two threads at {rows} "
-              f"rows each, {row['speedup']:.2f}×. This forward also starts two threads and swaps each replica's "
-              "parameters in with functional_call, which the probe's plain modules do not; how much each adds is "
-              "not split up here")
+    p3 = sum(one_worker_seconds.values()) / sum(step_seconds.values())  # speed ratio of the whole passes
+    s = (f"{where} (means of 20 passes, so no verdict of their own): the forward took {1e3 * step_seconds['apply']:.1f} "
+         f"ms in 2 threads against {1e3 * one_worker_seconds['forward']:.1f} ms on one thread, the backward after it "
+         f"{1e3 * step_seconds['backward']:.1f} ms against {1e3 * one_worker_seconds['backward']:.1f} ms; the whole "
+         f"pass (the four steps and the backward) ran {p3:.2f}× as fast as one thread's forward and backward")
     if forward_only_rounds:
         side = _side(forward_only_rounds, margin)
-        p3 = sum(one_worker_seconds.values()) / sum(step_seconds.values())  # speed ratio of the whole passes
-        s += (f". Section 4's forward-only threads run this forward inside a whole training step: that step ran at "
-              f"{statistics.median(forward_only_rounds):.2f}× one thread's (median; rounds "
-              f"{min(forward_only_rounds):.2f}–{max(forward_only_rounds):.2f}×, "
-              + (f"{side} in every round" if side != "no clear difference" else "no clear difference")
-              + f"), while {where}'s whole pass (the four steps and the backward, no optimizer step) ran {p3:.2f}× as "
-              "fast as one thread's forward and backward")
+        s += (f". Section 4's forward-only threads (the same pass and an SGD step): {statistics.median(forward_only_rounds):.2f}× "
+              f"one thread's step (median; rounds {min(forward_only_rounds):.2f}–{max(forward_only_rounds):.2f}×, "
+              + (f"{side} in every round)" if side != "no clear difference" else "no clear difference)"))
         if side == "slower" and p3 >= 1 - margin or side == "faster" and p3 <= 1 + margin:
-            s += (f". The two measurements disagree: {where}'s timing of the same threads found no such "
-                  f"{'loss' if side == 'slower' else 'gain'}, and this notebook does not find why")
+            s += (f". The two disagree: {where}'s pass found no such {'loss' if side == 'slower' else 'gain'}, and this "
+                  "notebook does not find why")
         elif side != "no clear difference":
             s += ". The two point the same way"
         else:
