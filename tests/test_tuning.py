@@ -217,6 +217,45 @@ def test_bohb_builds_its_model_at_the_result_count_startup_of_says():
     assert T.bohb_model_budgets(s) == [1.0] and T.bohb_results_per_budget(s) == {1.0: need}
 
 
+@pytest.mark.parametrize("gpus, ask", [((1,), {"cpu": 1, "gpu": 0.5}), ((2, 1), {"cpu": 1, "gpu": 0.5}),
+                                        ((1, 0), {"cpu": 1}), ((0,), {"cpu": 1})],
+                         ids=["one node with a GPU", "every node with one", "a worker without", "no GPU"])
+def test_trials_ask_for_a_gpu_only_when_every_live_node_has_one(monkeypatch, gpus, ask):
+    """04 section 3: the two-node demo's GPU-less worker makes every trial CPU-only; one node with a GPU shares it."""
+    import ray
+
+    nodes = [{"Alive": True, "Resources": {"CPU": 1.0, **({"GPU": float(g)} if g else {})}} for g in gpus]
+    nodes.append({"Alive": False, "Resources": {"CPU": 1.0}})  # a dead node without a GPU does not count
+    monkeypatch.setattr(ray, "nodes", lambda: nodes)
+    assert T.trial_resources() == ask
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_only_the_two_node_cluster_gives_its_worker_no_gpu(monkeypatch, tmp_path, nodes):
+    """init_ray(nodes=1) leaves the GPUs to ray.init's detection; nodes=2 starts its worker with --num-gpus=0."""
+    import ray
+
+    from helpers.dist import ray_cluster as RC
+
+    calls = []
+    monkeypatch.setattr(RC, "_WATCHDOG", None)
+    monkeypatch.setattr(RC, "_SESSION", [""])  # the session folder it records goes with the test
+    monkeypatch.setattr(RC, "watch_parent", lambda **k: None)
+    monkeypatch.setattr(RC, "ray_temp_dir", lambda: tmp_path)
+    monkeypatch.setattr(RC, "_ray_cli", lambda *a, **k: calls.append(("cli",) + a))
+    monkeypatch.setattr(ray, "init", lambda *a, **k: calls.append(("init", k)))
+    RC._start_ray(2, nodes, 40, False)
+    inits = [c[1] for c in calls if c[0] == "init"]
+    starts = [c[1:] for c in calls if c[0] == "cli"]
+    assert len(inits) == 1 and "num_gpus" not in inits[0]
+    if nodes == 1:
+        assert starts == []
+    else:
+        head, worker = starts
+        assert "--head" in head and not any(a.startswith("--num-gpus") for a in head)
+        assert "--num-gpus=0" in worker
+
+
 def test_a_trial_given_no_gpu_trains_on_the_cpu_even_where_cuda_is_available():
     """Ray 2.60 leaves CUDA_VISIBLE_DEVICES alone for a trial given no GPU: train_digits must ask Ray, not CUDA."""
     from unittest import mock

@@ -156,7 +156,7 @@ EXERCISES = [
 
 
 def bench_tuning(trials: int = 24, max_t: int = 16, rf: int = 4) -> dict:
-    """ASHA vs every trial to the end on the same configurations, and each searcher on the same budget (04)."""
+    """ASHA vs every trial to the end on the same configurations, and each searcher given the same number of trials (04)."""
     init_ray()
     try:
         with tempfile.TemporaryDirectory() as store:
