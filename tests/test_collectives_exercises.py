@@ -1,12 +1,14 @@
-"""Notebook 08's exercises 1 and 2: the right answers follow from the ring model, plausible wrong ones are refused.
+"""Notebook 08's exercises 1, 2 and 3: the right answers follow from the ring model, plausible wrong ones are refused.
 
 The expected answers are computed here from the course's own ring model (``ring_model_time``), so a
 test also proves the stored answers are right.
 """
 import pytest
+import torch
 
-from helpers.collectives import ring_model_time
+from helpers.collectives import ring_model_time, ring_reduce_scatter
 from helpers.core.checks import verify
+from helpers.dist import launch
 
 N, ALPHA, BETA, SIZE = 8, 50e-6, 1e-9, 16e6   # exercise 1: 8 ranks, α = 50 µs, β = 1 ns per byte, 16 MB
 
@@ -55,3 +57,30 @@ def test_crossover_right_answer_is_where_the_two_parts_of_the_model_are_equal():
 ], ids=["alpha/beta", "n-1", "2(n-1)", "bytes", "KiB"])
 def test_crossover_refuses_wrong_answers(wrong):
     assert not verify("08.ring_crossover_kb_n8", wrong)[0]
+
+
+def _values_summed(rank: int, world_size: int) -> list[int]:
+    """Each chunk of one value per rank, all ones, after the recipe's ring_reduce_scatter: how many ranks it summed."""
+    t = torch.ones(world_size)
+    ring_reduce_scatter(t)
+    return [int(v) for v in t.tolist()]
+
+
+def test_chunk_sums_right_answer_is_what_the_recipe_leaves_on_rank_2():
+    counts = launch(_values_summed, 5, timeout=120, verbose=False)[2]
+    assert sorted(counts) == [1, 2, 3, 4, 5]   # one chunk complete, one never added into, the rest in between
+    assert verify("08.chunk_sums_r2_n5", counts)[0]
+    assert verify("08.chunk_sums_r2_n5", tuple(counts))[0]
+
+
+@pytest.mark.parametrize("wrong", [
+    [5, 5, 5, 5, 5],      # every chunk fully summed (that is after the all-gather)
+    [1, 1, 1, 5, 1],      # only the owned chunk changed
+    [3, 4, 5, 1, 2],      # the ring run the other way round
+    [4, 3, 2, 1, 5],      # the owned chunk taken as rank − 1
+    [2, 1, 5, 4, 3],      # shifted by one chunk
+    [2, 1, 0, 4, 3],      # contributions received, own value not counted
+    3,                    # the owned chunk's index (the exercise's earlier question)
+], ids=["all five", "owned only", "other direction", "owned rank-1", "shifted", "received only", "owned index"])
+def test_chunk_sums_refuses_wrong_answers(wrong):
+    assert not verify("08.chunk_sums_r2_n5", wrong)[0]

@@ -1,5 +1,5 @@
 """Notebook 08's generated verdicts: they say only what their numbers say (no processes started)."""
-from helpers.collectives import ddp_verdict, ring_prediction_lines, sweep_summary
+from helpers.collectives import ddp_verdict, ring_prediction_lines, ring_rank_lines, sweep_summary
 
 
 def _sweep(small_ratio: float, large_ratio: float = 16.0) -> dict:
@@ -59,7 +59,8 @@ def test_a_best_round_that_differs_by_10_percent_is_not_a_verdict_when_the_round
     res = _scratch([1.8] * 7, buck, over)
     assert round(res["ratio"]["overlapped"], 2) == 0.99 and round(res["ratio"]["bucketed"], 2) == 1.10
     text = ddp_verdict(res)
-    assert "overlapped not distinguishable from bucketed: the rounds disagree on which is faster" in text
+    assert "overlapped not distinguishable from bucketed: the rounds disagree on which is faster: overlapped " \
+           "faster in 4 of 7, and a direction is said only when all 7 agree" in text
     assert "faster than bucketed" not in text and "slower than bucketed" not in text
     assert "overlap did not make the step faster in a way every round agrees on" in text
 
@@ -84,9 +85,9 @@ def _ring_sweep(measured_over_predicted: list[float], extra_ms: list[float] | No
 
 def test_the_ring_prediction_is_printed_at_every_size_not_only_where_it_fits():
     lines = ring_prediction_lines(_ring_sweep([3.0, 2.5, 1.05, 0.97]))
-    assert lines[0].split()[:5] == ["size", "all_reduce", "ring", "one", "step"]
-    assert sum("ms" in line and "×" in line for line in lines[1:5]) == 4
-    assert "ring within 15% of its prediction at: 16 KiB, 64 KiB" in lines
+    assert lines[0] == "in short: ring within 15% of its prediction at 16 KiB, 64 KiB; slower at 1 KiB, 4 KiB (×2.50–×3.00)"
+    assert lines[1].split()[:5] == ["size", "all_reduce", "ring", "one", "step"]
+    assert sum("ms" in line and "×" in line for line in lines[2:6]) == 4
     slower = next(line for line in lines if line.startswith("slower than predicted"))
     assert "1 KiB, 4 KiB" in slower
 
@@ -124,7 +125,7 @@ def test_a_time_that_falls_as_the_bytes_grow_is_said_and_judged_by_its_repeats()
         text = "\n".join(ring_prediction_lines(_falling_ring(spread)))
         assert f"slowest ×{spread:.1f} the best" in text and "ring at 1 KiB: each time is the best of the repeats" in text
         assert "not one passing burst of load" in text and "a cost at that size or load that lasted" in text
-        assert "does not separate them, nor identify the cost" in text
+        assert "(neither told apart nor identified here)" in text
         assert "noise" not in text and "sign of load" not in text and "load from outside" not in text
     assert "tested only where" not in text   # both lines are fitted over every size: nothing is left out
     steady = _ring_sweep([1.0, 1.0, 1.0, 1.0])
@@ -206,7 +207,8 @@ def _parts_sweep(step_over_line: float, ring_over_parts: float) -> dict:
 def test_an_excess_that_the_step_line_missing_its_own_steps_explains_is_not_called_a_ring_cost():
     lines = ring_prediction_lines(_parts_sweep(3.0, 1.0))
     text = "\n".join(lines)
-    assert "step line" in lines[0] and "from parts" in lines[0] and "ring/parts" in lines[0]
+    assert "step line" in lines[1] and "from parts" in lines[1] and "ring/parts" in lines[1]
+    assert lines[0].startswith("in short:") and "mostly because the step line misses its own measured steps" in lines[0]
     assert "the step line misses its own measured step by more than 15% at 1 KiB, 4 KiB, 16 KiB, 64 KiB" in text
     assert "×3.00 at 1 KiB" in text and "accounts for: 100% at 1 KiB" in text
     assert "the step line misses its own measured steps, not because of a cost the ring adds" in text
@@ -217,7 +219,8 @@ def test_an_excess_above_the_measured_parts_is_said_as_such_and_the_line_s_share
     text = "\n".join(ring_prediction_lines(_parts_sweep(1.0, 3.0)))
     assert "misses its own measured step" not in text   # the line fits its steps
     assert "accounts for: 0% at 1 KiB" in text
-    assert "the ring still takes more than its measured parts: ×3.00 at 1 KiB" in text
+    assert "at each of them the ring still takes more than its measured parts: ×3.00 at 1 KiB" in text
+    assert "at each of them also more than its own parts timed alone add up to (×3.00–×3.00)" in text.splitlines()[0]
     assert "the parts timed alone do not pay" in text or "could be such a cost" in text
 
 
@@ -253,3 +256,38 @@ def test_a_fitted_alpha_above_the_fastest_time_is_said_to_overestimate_the_small
     sweep["sizes"][-1]["gloo_s"] = 20e-3   # now timed above the line at 16 MiB: not named
     line = next(line for line in sweep_summary(sweep) if "overestimates" in line)
     assert "16 MiB" not in line and "4 MiB (4444 µs on the line, 4000 µs timed)" in line
+
+
+def test_a_fixed_cost_per_call_is_bounded_by_the_smallest_excess_over_the_measured_parts():
+    # the ring is its parts plus 0.25, 0.9, 0.3, 0.5 ms: a fixed cost every call adds is at most 0.25 ms (1 KiB),
+    # not the ring's fastest call (0.25 ms + its parts)
+    sweep = _parts_sweep(1.0, 1.0)
+    for r, ms in zip(sweep["sizes"], (0.25, 0.9, 0.3, 0.5)):
+        r["ring_s"] = r["ring_parts_s"] + ms * 1e-3
+    lines = ring_prediction_lines(sweep)
+    text = "\n".join(lines)
+    assert "a fixed cost that every ring call adds is at most 0.25 ms here (its smallest excess over its measured " \
+           "parts, at 1 KiB)" in text
+    assert "the excess at 4 KiB, 16 KiB, 64 KiB is more than that: not a fixed cost per call alone" in text
+    assert "the excess at 1 KiB is not" in text
+    assert text.count("does not separate them") == 1
+    assert "one candidate, not measured: each part's time is the mean of several back-to-back calls" in text
+    assert "the step line is within 15% of its own measured step at every size" in text
+    assert lines[0].startswith("in short: ring within 15% of its prediction at no size; slower at 1 KiB, 4 KiB, 16 KiB, "
+                               "64 KiB") and "more than its own parts timed alone add up to" in lines[0]
+    for r in sweep["sizes"]:   # a ring below its parts somewhere: no fixed cost is bounded above zero
+        r["ring_s"] = r["ring_parts_s"] + 0.5e-3
+    sweep["sizes"][0]["ring_s"] = sweep["sizes"][0]["ring_parts_s"] * 0.8
+    assert "is at most 0.00 ms here" in "\n".join(ring_prediction_lines(sweep))
+
+
+def test_the_rank_agreement_lines_follow_the_numbers():
+    d = {"world_size": 3, "naive_between_ranks": 4.8e-7, "ring_between_ranks": 0.0}
+    text = "\n".join(ring_rank_lines(d))
+    assert "naive ring 4.8e-07, ring 0.0e+00" in text and "the 3 ranks end with different last bits" in text
+    assert "every rank holds the same bits" in text
+    d["naive_between_ranks"] = 0.0
+    text = "\n".join(ring_rank_lines(d))
+    assert "the 3 ranks hold the same bits here" in text and "different last bits" not in text and "drift" not in text
+    d["ring_between_ranks"] = 1e-7
+    assert "the ranks differ by up to 1.0e-07" in "\n".join(ring_rank_lines(d))

@@ -109,8 +109,8 @@ def ring_check_worker(rank: int, world_size: int, numel: int) -> dict:
     ``dist.reduce_scatter`` gives rank ``r`` the sum of piece ``r``, and is handed pieces of equal size here;
     the recipe's ring leaves rank ``r`` another chunk complete. So the comparison runs on the first
     ``n · (numel // n)`` values, and hands ``dist.reduce_scatter`` the pieces in the order that puts
-    the ring's chunk on each rank. ``sent_naive``/``sent_ring``: the values the busiest rank sent in
-    each ring (a :class:`~helpers.collectives.ring_exercise.MessageLog` counts them).
+    the ring's chunk on each rank. ``sent_naive``/``sent_ring``: the values the busiest rank sent (a
+    ``MessageLog`` counts them); ``*_between_ranks``: the largest |any rank's result − rank 0's|, per ring.
     """
     dev, n = local_device(), world_size
     x = torch.randn(numel, generator=torch.Generator().manual_seed(rank)).to(dev)
@@ -129,11 +129,15 @@ def ring_check_worker(rank: int, world_size: int, numel: int) -> dict:
     pieces = list(x[:n * (numel // n)].chunk(n))
     rs_ref = torch.empty_like(pieces[0])
     dist.reduce_scatter(rs_ref, [pieces[i].clone() for i in owners.tolist()])  # rank r gets piece owners[r]
+    firsts = [naive.clone(), ring.clone()]
+    for f in firsts: dist.broadcast(f, 0)  # noqa: E701  (rank 0's results, to compare every rank's with)
     diffs = torch.tensor([max_abs_diff([naive], [ref]), max_abs_diff([ring], [ref]),
-                          max_abs_diff([rs.chunk(n)[mine]], [rs_ref])], dtype=torch.float64, device=dev)
+                          max_abs_diff([rs.chunk(n)[mine]], [rs_ref]), max_abs_diff([naive], [firsts[0]]),
+                          max_abs_diff([ring], [firsts[1]])], dtype=torch.float64, device=dev)
     dist.all_reduce(diffs, op=dist.ReduceOp.MAX)
     return {"naive_vs_all_reduce": diffs[0].item(), "ring_vs_all_reduce": diffs[1].item(),
-            "reduce_scatter_vs_dist": diffs[2].item(), "scale": ref.abs().max().item(),
+            "reduce_scatter_vs_dist": diffs[2].item(), "naive_between_ranks": diffs[3].item(),
+            "ring_between_ranks": diffs[4].item(), "scale": ref.abs().max().item(),
             "sent_naive": int(sent[0]), "sent_ring": int(sent[1]), "numel": numel, "world_size": n}
 
 

@@ -53,10 +53,13 @@ EXERCISES = [
                   "separate buffer, then add it.",
              why="n − 1 steps of size/n: half of the ring all-reduce, and on its own the collective FSDP and ZeRO-2 "
                  "use to shard gradients; which piece ends where is only a matter of where each chunk starts."),
-    Exercise("08.owned_chunk_r2_n5", "int", digest="95bbde8983b116dd877be9e1eb32a9d13257b64860ff7d264a45ba02d30bafe0",
-             hint="Follow one chunk: at each step a rank adds what arrives from its left neighbour and passes it on. "
-                  "Which chunk has gathered all five contributions when it reaches rank 2?",
-             why="Each rank ends up owning a different chunk, which is exactly what all-gather then passes round."),
+    Exercise("08.chunk_sums_r2_n5", "ints", digest="346fbfb5651ac4fd9444575caad664f161130875d25d0283f6eaa5195aed8a14",
+             hint="Follow the recipe's schedule step by step: at step s rank r sends its running sum of chunk r − s to "
+                  "the right and adds what arrives from the left into chunk r − s − 1. A running sum carries every "
+                  "value added into it so far; count them for each of rank 2's chunks.",
+             why="After the reduce-scatter each rank holds one chunk complete and the others as partial sums of fewer "
+                 "ranks (its own chunk, sent at step 0, never receives anything); the all-gather then overwrites those "
+                 "with the finished chunks."),
 ]
 
 

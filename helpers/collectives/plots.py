@@ -62,11 +62,11 @@ def plot_bus_bandwidth(sweep: dict, label: str = "") -> Figure | None:
     fig, ax = plt.subplots(1, 2, figsize=(10, 4.6))
     ax[0].plot(b, [r["gloo_s"] for r in rows], "o", color="C0", label="all_reduce (measured)")
     ax[0].plot(fine, alpha_beta_time(fine, sweep["alpha_s"], sweep["beta_s_per_byte"]), "-", color="C0",
-               label=f"α–β fit of the whole all_reduce: α = {sweep['alpha_s'] * 1e6:.0f} µs, "
+               label=f"α–β fit of the whole all_reduce: fitted α = {sweep['alpha_s'] * 1e6:.0f} µs, "
                      f"1/β = {1e-9 / sweep['beta_s_per_byte']:.2f} GB/s")
     ax[0].plot(b, [r["ring_s"] for r in rows], "s", color="C1", label="ring (measured)")
     ax[0].plot(b, [r["ring_model_s"] for r in rows], "--", color="C1",
-               label=f"ring predicted from one step's fit: α = {sweep['step_alpha_s'] * 1e6:.0f} µs, "
+               label=f"ring predicted from one step's fit: fitted α = {sweep['step_alpha_s'] * 1e6:.0f} µs, "
                      f"1/β = {1e-9 / sweep['step_beta_s_per_byte']:.2f} GB/s, and the additions")
     if all("step_s" in r for r in rows):
         ax[0].plot(b, [r["step_s"] for r in rows], "^", color="C2", label="one ring step (measured, bytes/n each way)")
@@ -158,20 +158,19 @@ def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     where = ", ".join(f"{name} at {_size(lo['bytes'])}" for _, name, lo, _ in drops)
     return [f"a time falls as the bytes grow ({said}): the α–β model, with β > 0, cannot give that",
             f"  {where}: each time is the best of the repeats, which take turns with the other sizes, so every "
-            "repeat at that size was slow: not one passing burst of load (however far apart the repeats are, one "
-            "burst does not explain a high best), but a cost at that size or load that lasted through every repeat "
-            "at it; this run does not separate them, nor identify the cost"]
+            "repeat at that size was slow: not one passing burst of load, but a cost at that size or load that lasted "
+            "through every repeat at it (neither told apart nor identified here)"]
 
 
 def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
-    """Each size's times (all_reduce, ring, one ring step) and the ring against its predictions, led by where they hold (08).
+    """Each size's times (all_reduce, ring, one ring step) and the ring against its predictions, led by one takeaway (08).
 
     The prediction (``ring_model_s``) comes from lines fitted to the step and the addition timed
     alone. Where the rows hold ``ring_parts_s`` (the same recipe from each size's *measured* step and
-    addition, no line) and ``step_model_s`` (the step line at that size), the lines also say where the
-    step line misses its own measured steps, and how much of the ring's excess over the line's
-    prediction that miss explains. A cost that every call of the ring pays is at most the ring's
-    fastest time in the sweep, so an excess above that is not such a cost.
+    addition, no line) and ``step_model_s`` (the step line at that size), the lines also say whether the
+    step line misses its own measured steps, how much of the ring's excess over the line's prediction
+    that miss explains, and bound a fixed cost per call that the ring adds to its parts: at most its
+    smallest excess over them at any size (without the parts: at most the ring's fastest call).
     """
     rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
     has_step = all("step_s" in r for r in rows)
@@ -179,60 +178,78 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     head = f"{'size':>7}  {'all_reduce':>10}  {'ring':>8}  {'one step':>8}  {'predicted':>9}  ring/predicted"
     if parts:
         head += f"  {'step line':>9}  {'from parts':>10}  ring/parts"
-    lines = [head] + [f"{_size(r['bytes']):>7}  {r.get('gloo_s', float('nan')) * 1e3:7.2f} ms  {r['ring_s'] * 1e3:5.2f} ms  "
+    table = [head] + [f"{_size(r['bytes']):>7}  {r.get('gloo_s', float('nan')) * 1e3:7.2f} ms  {r['ring_s'] * 1e3:5.2f} ms  "
                       f"{(r['step_s'] * 1e3 if has_step else float('nan')):5.2f} ms  {r['ring_model_s'] * 1e3:6.2f} ms  "
                       f"×{r['ring_s'] / r['ring_model_s']:.2f}"
                       + (f"           {r['step_model_s'] * 1e3:6.2f} ms  {r['ring_parts_s'] * 1e3:7.2f} ms  "
                          f"×{r['ring_s'] / r['ring_parts_s']:.2f}" if parts else "") for r in rows]
     if parts:
-        lines.append("  predicted: from the lines fitted to the step and the addition; from parts: 2(n − 1) × this size's "
+        table.append("  predicted: from the lines fitted to the step and the addition; from parts: 2(n − 1) × this size's "
                      "measured step + (n − 1) × its measured addition, no line")
     fits = [r for r in rows if abs(r["ring_s"] / r["ring_model_s"] - 1) <= margin]
     above = [r for r in rows if r["ring_s"] > (1 + margin) * r["ring_model_s"]]
     below = [r for r in rows if r["ring_s"] < (1 - margin) * r["ring_model_s"]]
     names = lambda rs: ", ".join(_size(r["bytes"]) for r in rs) or "no size"  # noqa: E731
-    lines.append(f"ring within {margin:.0%} of its prediction at: {names(fits)}")
+    ratio = lambda rs, key: f"×{min(r['ring_s'] / r[key] for r in rs):.2f}–×{max(r['ring_s'] / r[key] for r in rs):.2f}"  # noqa: E731
+    rest = [r for r in above if parts and r["ring_s"] > (1 + margin) * r["ring_parts_s"]]
+    near = [r for r in above if parts and r not in rest and r["ring_s"] >= (1 - margin) * r["ring_parts_s"]]
+    said = [f"ring within {margin:.0%} of its prediction at {names(fits)}"]
+    if above:
+        said.append(f"slower at {names(above)} ({ratio(above, 'ring_model_s')})")
+    same = lambda rs: rs == above and len(rs) > 2  # noqa: E731  (the list just named again: "each of them")
+    if rest:
+        said.append(f"{'at each of them' if same(rest) else 'at ' + names(rest)} also more than its own parts timed "
+                    f"alone add up to ({ratio(rest, 'ring_parts_s')}): a cost this run does not identify")
+    if near:
+        said.append(f"at {names(near)} mostly because the step line misses its own measured steps")
+    if below:
+        said.append(f"faster at {names(below)}")
+    lines = ["in short: " + "; ".join(said)] + table
     if parts:
         miss = [r for r in rows if abs(r["step_s"] / r["step_model_s"] - 1) > margin]
-        if miss:
-            lines.append(f"the step line misses its own measured step by more than {margin:.0%} at {names(miss)}: "
-                         + ", ".join(f"×{r['step_s'] / r['step_model_s']:.2f} at {_size(r['bytes'])}" for r in miss)
-                         + " (measured/line); a least-squares line on relative error weighs every size alike, so one "
-                         "odd time pulls it at all sizes")
+        lines.append(f"the step line misses its own measured step by more than {margin:.0%} at {names(miss)}: "
+                     + ", ".join(f"×{r['step_s'] / r['step_model_s']:.2f} at {_size(r['bytes'])}" for r in miss)
+                     + " (measured/line); a least-squares line on relative error weighs every size alike, so one "
+                     "odd time pulls it at all sizes" if miss else
+                     f"the step line is within {margin:.0%} of its own measured step at every size")
     if above:
-        fastest = min(rows, key=lambda r: r["ring_s"])
         extra = {r["bytes"]: r["ring_s"] - r["ring_model_s"] for r in above}
-        times = [r["ring_s"] / r["ring_model_s"] for r in above]
-        lines.append(f"slower than predicted at {names(above)}: ×{min(times):.2f}–×{max(times):.2f} the prediction, "
+        lines.append(f"slower than predicted at {names(above)}: {ratio(above, 'ring_model_s')} the prediction, "
                      f"{min(extra.values()) * 1e3:.2f}–{max(extra.values()) * 1e3:.2f} ms more per call")
         if parts:
             share = {r["bytes"]: (r["ring_parts_s"] - r["ring_model_s"]) / extra[r["bytes"]] for r in above}
             lines.append("  of that excess, the prediction from the measured parts (not the line) accounts for: "
                          + ", ".join(f"{max(0.0, share[r['bytes']]):.0%} at {_size(r['bytes'])}" for r in above))
-            extra = {r["bytes"]: r["ring_s"] - r["ring_parts_s"] for r in above
-                     if r["ring_s"] > (1 + margin) * r["ring_parts_s"]}
-            rest = [r for r in above if r["bytes"] in extra]
-            near = [r for r in above if r["bytes"] not in extra and r["ring_s"] >= (1 - margin) * r["ring_parts_s"]]
             if near:
                 lines.append(f"  at {names(near)} the ring is within {margin:.0%} of the prediction from its "
                              "measured parts: there the line's prediction falls short mostly because the step line "
                              "misses its own measured steps, not because of a cost the ring adds to its parts")
+            extra = {r["bytes"]: r["ring_s"] - r["ring_parts_s"] for r in rows}
             if rest:
-                lines.append(f"  at {names(rest)} the ring still takes more than its measured parts: "
+                lines.append(f"  {'at each of them' if same(rest) else 'at ' + names(rest)} the ring still takes "
+                             "more than its measured parts: "
                              + ", ".join(f"×{r['ring_s'] / r['ring_parts_s']:.2f} at {_size(r['bytes'])}" for r in rest)
-                             + f", {min(extra.values()) * 1e3:.2f}–{max(extra.values()) * 1e3:.2f} ms more per call")
+                             + f", {min(extra[r['bytes']] for r in rest) * 1e3:.2f}–"
+                               f"{max(extra[r['bytes']] for r in rest) * 1e3:.2f} ms more per call")
+            low = min(rows, key=lambda r: extra[r["bytes"]])
+            bound, what = max(0.0, extra[low["bytes"]]), f"its smallest excess over its measured parts, at {_size(low['bytes'])}"
             above = rest
-        big = [r for r in above if extra[r["bytes"]] > fastest["ring_s"]]
+        else:
+            low = min(rows, key=lambda r: r["ring_s"])
+            bound, what = low["ring_s"], f"its fastest call, at {_size(low['bytes'])}"
+        big = [r for r in above if extra[r["bytes"]] > bound]
         small = [r for r in above if r not in big]
         if above:
-            lines.append(f"  a cost that every ring call pays is at most the ring's fastest call here, "
-                         f"{fastest['ring_s'] * 1e3:.2f} ms at {_size(fastest['bytes'])}")
-        if big:
-            lines.append(f"  the excess at {names(big)} is more than that: not a fixed cost per call: a cost at that size, "
-                         "or load lasting through that size's repeats; this run does not separate them")
-        if small:
-            lines.append(f"  the excess at {names(small)} is not: it could be such a cost, one the model has no term for, "
-                         "or load; this run does not separate them")
+            lines.append(f"  a fixed cost that every ring call adds is at most {bound * 1e3:.2f} ms here ({what})"
+                         + (f"; the excess at {names(big)} is more than that: not a fixed cost per call alone, but a "
+                            "cost at that size, or load lasting through that size's repeats; this run does not separate them"
+                            if big else "")
+                         + (f"; the excess at {names(small)} is not: it could be such a cost, one the model has no "
+                            "term for, or load" if small else ""))
+        if rest:
+            lines.append("  one candidate, not measured: each part's time is the mean of several back-to-back calls "
+                         "that do not wait for each other's data, while inside the ring the all-gather sends what the "
+                         "reduce-scatter's addition produced, so it must wait for it")
     if below:
         lines.append(f"faster than predicted at {names(below)}: there the ring took less than the lines "
                      "fitted to its parts timed alone add up to")

@@ -147,8 +147,10 @@ def compare_rounds(res: dict, a: str, b: str) -> tuple[str, str]:
         return "faster than", f"in all {k} rounds ({spread})"
     if k >= MIN_ROUNDS and q[0] > 1:
         return "slower than", f"in all {k} rounds ({spread})"
+    faster = sum(x < 1 for x in q)
     why = (f"only {k} rounds, fewer than the {MIN_ROUNDS} a sign test needs" if k < MIN_ROUNDS
-           else "the rounds disagree on which is faster")
+           else f"the rounds disagree on which is faster: {a.replace('_', ' ')} faster in {faster} of {k}, and a "
+                f"direction is said only when all {k} agree, whatever the best rounds or the median say")
     return "not distinguishable from", f"{why} ({spread})"
 
 
