@@ -333,23 +333,42 @@ def test_leak_exercise_refuses_each_plausible_wrong_method():
         assert not verify("06.leak_largest_batch", value)[0], why
 
 
-def test_autocast_copies_exercise_counts_the_first_layer_when_the_input_needs_a_gradient():
-    # exercise 3: half_vs_autocast (input without grad) gives 5 copies; the question's input requires grad: 6
+def test_autocast_copies_exercise_counts_only_blocks_whose_input_needs_a_gradient():
+    # exercise 3: deep_mlp(6, 384), first 3 blocks frozen, input without a gradient: block 4's input
+    # (block 3's output) needs no gradient either, so only blocks 5 and 6 keep a 16-bit weight copy
     from helpers.core.checks import verify
+    from helpers.memory.lesson import AUTOCAST_FROZEN
 
-    right = 6 * 384 * 384 * 2
-    assert verify("06.autocast_copies", right)[0]
+    copy = 384 * 384 * 2
+    right = (6 - AUTOCAST_FROZEN - 1) * copy
+    assert AUTOCAST_FROZEN == 3 and verify("06.autocast_copies", right)[0]
     wrong = {
-        "the lesson helper's answer (input needs no gradient)": M.half_vs_autocast(blocks=6, width=384, batch=32)["autocast_weight_casts"],
-        "float32 bytes": 6 * 384 * 384 * 4,
-        "weights and biases": 6 * (384 * 384 + 384) * 2,
-        "copies and activations": M.half_vs_autocast(blocks=6, width=384, batch=32)["saved_autocast"],
-        "one block's copy": 384 * 384 * 2,
-        "a 1000 x 1000 float16 tensor (the old exercise)": 2_000_000,
+        "autocast saves a copy of every weight": 6 * copy,
+        "every block but the first (blocks - 1)": (6 - 1) * copy,
+        "every trainable block": (6 - AUTOCAST_FROZEN) * copy,
+        "the frozen blocks": AUTOCAST_FROZEN * copy,
+        "float32 bytes": (6 - AUTOCAST_FROZEN - 1) * 384 * 384 * 4,
+        "weights and biases": (6 - AUTOCAST_FROZEN - 1) * (384 * 384 + 384) * 2,
+        "one block's copy": copy,
+        "the lesson helper's answer (nothing frozen)": M.half_vs_autocast(blocks=6, width=384, batch=32)["autocast_weight_casts"],
+        "copies and activations (nothing frozen)": M.half_vs_autocast(blocks=6, width=384, batch=32)["saved_autocast"],
+        "the old exercise's answer (input requires grad, nothing frozen)": 6 * copy,
+        "a 1000 x 1000 float16 tensor (an older exercise)": 2_000_000,
     }
     for why, value in wrong.items():
         assert value != right, why
         assert not verify("06.autocast_copies", value)[0], why
+
+
+def test_step_model_at_reads_the_recorded_commits_default():
+    # cell 37 prints the model the recorded GPU run trained, read from its commit (skipped in a shallow clone)
+    import subprocess
+
+    commit = M.recorded_gpu_commit()
+    if subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True).returncode:
+        pytest.skip(f"this clone lacks {commit}")
+    assert M.step_model_at(commit) == "deep_mlp(blocks=8, width=4096)"
+    assert M.step_model_at("0" * 40) is None
 
 
 def test_checkpoint_exercise_is_measured_and_not_the_formula_for_root_n():

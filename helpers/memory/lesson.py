@@ -66,15 +66,21 @@ def _checkpoint_64_in_4() -> int:
 MEAN_LOSS_CASES = ((16, 16, 16, 5), (3, 40, 40, 40), (7, 7, 7, 7, 7), (1, 30, 2, 30, 30))
 
 
-def _autocast_copies_input_grad() -> int:
+AUTOCAST_FROZEN = 3  # exercise 3: deep_mlp(6, 384) with its first 3 blocks frozen, input without a gradient
+
+
+def _autocast_copies_frozen() -> int:
     """Exercise 3's answer, measured: bytes of 16-bit weight copies that a float16-autocast forward of
-    ``deep_mlp(6, 384)`` saves when its input requires a gradient."""
+    ``deep_mlp(6, 384)`` with its first ``AUTOCAST_FROZEN`` blocks frozen saves (input without a gradient:
+    only the blocks after the first trainable one get an input that needs a gradient)."""
     import torch
 
     from .precision import saved_split
     from .recipe import deep_mlp
 
-    model, x = deep_mlp(6, 384), torch.randn(32, 384, requires_grad=True)
+    model, x = deep_mlp(6, 384), torch.randn(32, 384)
+    for p in model[:AUTOCAST_FROZEN].parameters():
+        p.requires_grad_(False)
     with torch.autocast("cpu", dtype=torch.float16):
         return saved_split(lambda: model(x))["weight_casts"]
 
@@ -148,9 +154,9 @@ EXERCISES = [
              hint="checkpoint_sequential keeps each segment's input, and runs its last segment normally, so that "
                   "segment keeps its blocks' outputs too.",
              why="s segments of n blocks keep s + n/s activations, fewest at s = √n: 2√n instead of n + 1."),
-    Exercise("06.autocast_copies", "int", compute=_autocast_copies_input_grad,
-             hint="A matmul saves its weight's 16-bit copy only for one gradient. Which one, and does this input "
-                  "need it?",
+    Exercise("06.autocast_copies", "int", compute=_autocast_copies_frozen,
+             hint="A matmul saves its weight's 16-bit copy only for one gradient. Which one, and which blocks' "
+                  "inputs need it?",
              why="The copy serves the gradient of the matmul's input: a layer whose input needs a gradient keeps "
                  "it, whatever the batch."),
 ]

@@ -16,7 +16,7 @@ from torch import nn
 from ..core.saved import BudgetExceeded, SavedTensorTracker
 
 __all__ = ["small_mlp", "Block", "deep_mlp", "is_oom", "BatchSearch", "find_largest_batch",
-           "training_step_under_budget", "training_step_on_gpu", "step_model"]
+           "training_step_under_budget", "training_step_on_gpu", "step_model", "step_model_at"]
 
 
 def small_mlp(seed: int = 0, hidden: int = 256) -> nn.Module:
@@ -131,6 +131,30 @@ def training_step_on_gpu(width: int = 4096, blocks: int = 8) -> Callable[[int], 
         torch.cuda.synchronize()
 
     return step
+
+
+def step_model_at(commit: str, name: str = "training_step_on_gpu") -> str | None:
+    """The model ``name`` trained by default at ``commit``, read with git from that commit's
+    ``helpers/memory/recipe.py``: ``"deep_mlp(blocks=8, width=4096)"``; None where this clone's history
+    lacks the commit (a shallow clone) (06)."""
+    import ast
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        r = subprocess.run(["git", "-C", str(root), "show", f"{commit}:helpers/memory/recipe.py"],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode:
+        return None
+    for node in ast.walk(ast.parse(r.stdout)):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            named = node.args.args[len(node.args.args) - len(node.args.defaults):]
+            d = {a.arg: ast.literal_eval(v) for a, v in zip(named, node.args.defaults)}
+            return f"deep_mlp(blocks={d['blocks']}, width={d['width']})"
+    return None
 
 
 def step_model(step_factory: Callable[..., Callable[[int], None]]) -> str:

@@ -16,8 +16,13 @@ RECORDED_GPU_RUN = Path(__file__).resolve().parents[2] / "tests" / "gpu" / "reco
 
 def recorded_gpu_run(folder: Path = RECORDED_GPU_RUN) -> str:
     """Where the recorded GPU figures come from: the GPU, torch and date, from the run's own log (06)."""
+    import torch
+
     log = (folder / "notebooks.log").read_text().splitlines()[0]  # "GPU run: torch …, 1 × NVIDIA …"
-    return f"{log.removeprefix('GPU run: ')}, recorded {folder.name[:10]} by tests/gpu/run.sh ({folder.relative_to(folder.parents[3])})"
+    torch_part, _, gpu = log.removeprefix("GPU run: ").partition(", ")
+    then = torch_part.removeprefix("torch ")
+    here = "as in this run" if then == torch.__version__ else f"not this run's {torch.__version__}"
+    return f"{gpu or 'a GPU'}, torch {then}, {here}; {folder.name[:10]}, {folder.relative_to(folder.parents[3])}"
 
 
 def recorded_gpu_commit(folder: Path = RECORDED_GPU_RUN) -> str | None:
@@ -112,7 +117,7 @@ def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", f
         which = (f"this cell (the same cell code on a GPU, only its lines for a machine without one differed; "
                  f"{helpers})")
     else:
-        which = (f"an earlier version of this cell (other code than above, so other lines and formats; its code is in "
+        which = (f"an earlier version of this cell (other code than above; its code: "
                  f"{folder.name}/executed_notebooks.zip; {helpers})")
     return f"On a GPU ({recorded_gpu_run(folder)}), {which} printed"
 
