@@ -95,6 +95,21 @@ def test_ops_table_rows_fit_a_notebook_and_hold_the_profilers_numbers(tmp_path):
     assert first.startswith(top.key[:20]) and f"{top.self_cpu_time_total / 1000:.3f}" in first and f" {top.count} " in first
 
 
+def test_ops_table_prints_names_whole_up_to_60_characters_and_stays_narrow():
+    from types import SimpleNamespace
+
+    def ev(key, t):
+        return SimpleNamespace(key=key, self_cpu_time_total=t, cpu_time_total=t, count=1, self_device_time_total=0,
+                               self_cpu_memory_usage=0, input_shapes=[[64, 32, 8, 8]])
+
+    loader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"   # 59 characters, as profiled in 05
+    events = [ev(loader, 2.0), ev("aten::convolution_backward", 3.0), ev("x" * 80, 1.0)]
+    text = MO.ops_table(events)
+    assert loader in text and "x" * 59 + "…" in text and "x" * 60 not in text
+    for shapes in (False, True):
+        assert max(len(line) for line in MO.ops_table(events, shapes=shapes).splitlines()) <= 107
+
+
 def _event(key, cpu=0, self_cpu=0, dev=0, self_dev=0):
     from types import SimpleNamespace
 

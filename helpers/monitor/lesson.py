@@ -124,8 +124,9 @@ EXERCISES = [
                  "first SummaryWriter cell deletes it first) or a folder of its own."),
     Exercise("05.add_scalars_runs_2calls", "int",
              digest="c753f28725be12090dbe2774e15974dbc1126e2a7a2c8f188719e1d0e2d23f83",
-             hint="A sub-run's name is made from the main tag and the key (add_scalars in "
-                  "torch/utils/tensorboard/writer.py); a name written again at a later step is the same run. Count the writer's own run '.' too.",
+             hint="The reader lists as a run every folder under the log folder that holds an event file. Which "
+                  "folders hold one once these calls are done (add_scalars in torch/utils/tensorboard/writer.py)? A "
+                  "name written again at a later step goes to the same folder.",
              why="add_scalars writes each main tag and key pair as a run of its own (loss_train, acc_test …), once, "
                  "beside the writer's own run '.', which TensorBoard lists too."),
     Exercise("05.profiler_steps_repeat2", "int", digest="37107b44811793be92700f87be7faaac98405d1b310cc9740cd9c85f0dd3abfb",

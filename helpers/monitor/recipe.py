@@ -161,20 +161,24 @@ class _Counted:
         self.stream.flush()
 
 
-def bar_chars_worker(rank: int, world_size: int, steps: int = 20) -> int:
-    """Each rank loops under a tqdm bar with ``disable=rank != 0``; returns how many characters its bar wrote (05).
+def bar_chars_worker(rank: int, world_size: int, steps: int = 10) -> tuple[int, int]:
+    """Each rank loops under a tqdm bar twice: with no ``disable``, then with ``disable=rank != 0`` (05).
 
-    The count is of what reached the stream (stderr, relayed to the notebook), so it shows which
-    ranks drew, not which ranks were asked to.
+    Returns how many characters each bar wrote, ``(no disable, disable=rank != 0)``. The count is of
+    what reached the stream (stderr, relayed to the notebook), so it shows which ranks drew, not
+    which ranks were asked to.
     """
     import time
 
     from tqdm.auto import tqdm
 
-    out = _Counted(sys.stderr)
-    for _ in tqdm(range(steps), desc=f"rank {rank}", disable=rank != 0, file=out):
-        time.sleep(0.01)
-    return out.chars
+    counts = []
+    for disable in (False, rank != 0):
+        out = _Counted(sys.stderr)
+        for _ in tqdm(range(steps), desc=f"rank {rank}", disable=disable, file=out):
+            time.sleep(0.01)
+        counts.append(out.chars)
+    return counts[0], counts[1]
 
 
 def ddp_logging_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: float, log_dir: str) -> dict:
