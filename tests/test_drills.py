@@ -18,7 +18,7 @@ NOTEBOOKS = ROOT / "notebooks"
 def _nested_pytest(args: list[str], env_extra: dict | None = None, prefix: list[str] | None = None,
                    timeout: int = 600) -> subprocess.CompletedProcess:
     env = {**os.environ, "BEYOND_ONE_GPU_NO_RERUN": "1", **(env_extra or {})}
-    cmd = (prefix or []) + [sys.executable, "-m", "pytest", "-q", "-x", *args]
+    cmd = (prefix or []) + [sys.executable, "-m", "pytest", "-n", "0", "-q", "-x", *args]  # -n 0: one process, no workers of its own
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -37,7 +37,7 @@ def test_suite_passes_with_no_network():
     probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up && " + sys.executable +
                             " -c \"import socket; socket.getaddrinfo('pypi.org', 443)\""], capture_output=True, text=True)
     assert probe.returncode != 0, "the namespace still resolves names: the drill would prove nothing"
-    inner = " ".join([sys.executable, "-m", "pytest", "-q", "-x", "tests/test_data.py", "tests/test_monitor.py",
+    inner = " ".join([sys.executable, "-m", "pytest", "-n", "0", "-q", "-x", "tests/test_data.py", "tests/test_monitor.py",
                       "notebooks/00_setup.ipynb",
                       "notebooks/05_monitoring.ipynb"])
     r = subprocess.run(["unshare", "-n", "sh", "-c", f"ip link set lo up && {inner}"], cwd=ROOT,

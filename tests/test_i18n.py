@@ -228,7 +228,7 @@ def test_every_message_has_a_korean_template_with_the_same_fields():
 
 
 def test_nbval_does_not_collect_the_korean_notebooks():
-    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "notebooks"], cwd=ROOT,
+    r = subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "--collect-only", "-q", "notebooks"], cwd=ROOT,
                        capture_output=True, text=True, timeout=120,
                        env={**os.environ, "BEYOND_ONE_GPU_NO_RERUN": "1"})
     assert "00_setup.ipynb" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
