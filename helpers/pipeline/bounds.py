@@ -32,20 +32,23 @@ def _compute(row: dict, stage: int | None = None, kinds: str = "FB") -> list[flo
 
 
 def gap_lines(rows: list[dict]) -> str:
-    """Per m: the gap between the measured step and the bound's step, and how much of it three measured causes explain (01).
+    """Per m: the gap between the measured step and the bound's step, and three measured estimates, in ms, signed (01).
 
     Bound step = ``bound_step``: the m = 1 step's compute (the two stages' summed forwards and
     backwards), pipelined with the two stages' measured costs; printed beside the equal-cost ideal,
     that compute ÷ 2m/(m + 1). The bound pipelines the compute only: the m = 1 step's time outside
-    it (zero_grad, the SGD update, its two messages, waiting) is not in it. Pieces slower inside the
-    step: if both stages' forwards and backwards together took k times m = 1's (``_slowdown``: the
-    four parts' medians summed, so k lies within the four printed ratios), the model gives a step k
-    times the bound's, so they explain bound × (k − 1). Messages: 2m one-way times timed alone,
-    outside the step, one after another, each at its size's fastest round (``message_lines`` says
-    why not the median): an estimate, not a bound (isend lets the sender compute on; inside the step
-    a message may take longer or shorter). The step's own parts outside the compute: m = 1's time
-    outside its compute, less its two messages at their fastest where they were timed. What is left
-    is not separated by this run. Printed differences are taken from the printed (rounded) values.
+    it (zero_grad, the SGD update, its two messages, waiting) is not in it. Pieces inside the step:
+    if both stages' forwards and backwards together took k times m = 1's (``_slowdown``: the four
+    parts' medians summed, so k lies within the four printed ratios), the model gives a step k times
+    the bound's: bound × (k − 1), negative where the pieces were cheaper. Messages, each at its
+    size's fastest round timed alone (``message_lines`` says why not the median): every step waits
+    for two of them whatever m is (the first activation before stage 1's first forward, the last
+    gradient before stage 0's last backward); ``isend`` lets the sender compute on, so the other
+    2m − 2 may pass while a stage computes, and all 2m one after another is the most they add if
+    each costs inside the step what it cost alone. The step's own parts outside the compute: m = 1's
+    time outside its compute, less its two messages at their fastest where they were timed. These
+    are estimates, not shares of the gap: the line prints them in ms beside the gap, never as
+    percentages of it. Printed differences are taken from the printed (rounded) values.
     """
     base = rows[0]
     c1 = sum(f + b for f, b in stage_costs(base))
@@ -55,7 +58,11 @@ def gap_lines(rows: list[dict]) -> str:
     lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
              f"m = 1: the stages computed {c1_ms} ms of its {step1} ms step; the bound pipelines that compute only, "
              f"so the other {step1 - c1_ms} ms (zero_grad, the SGD update, its two messages, waiting) is not in it and can "
-             "lengthen any m's step"]
+             "lengthen any m's step"
+             + (f" (its two messages alone took {round(1e3 * msg1, 1):.1f} ms at their fastest, more than those "
+                f"{step1 - c1_ms} ms: the step and each part of its compute are medians of {len(base['step_rounds'])} "
+                "rounds, taken apart, and a message inside the step need not cost what it cost alone)"
+                if msg1 is not None and round(1e3 * msg1, 1) > step1 - c1_ms else "")]
     for r in rows[1:]:
         m = r["microbatches"]
         equal_step, ideal_step = c1 / ideal_speedup(m), bound_step(base, m)
@@ -72,25 +79,23 @@ def gap_lines(rows: list[dict]) -> str:
         if gap <= 0:
             lines.append("        at or below the bound with these stages' costs: no gap to explain")
             continue
-        pieces = max(ideal_step * (k - 1), 0.0)
-        msg = 2 * m * min(r["message_s"]) if "message_s" in r else None   # each size's fastest round (message_lines)
-        pct = {"pieces": round(100 * pieces / gap), "msg": round(100 * (msg or 0.0) / gap), "out": round(100 * outside / gap)}
-        said = (f"        slower pieces explain {pct['pieces']}% of the gap"
-                + (" (more than all of it: GPipe's model with these pieces gives a longer step than measured)"
-                   if pieces > gap else "")
-                + (f", messages {pct['msg']}% if each took inside the step its fastest time alone"
-                   if msg is not None else ", messages not timed in this run")
-                + f", the step's parts outside its compute {pct['out']}% if they took m = 1's "
-                + ("(its time outside its compute less its two messages)" if msg1 is not None
-                   else "(its time outside its compute, its messages included)"))
-        total = pct["pieces"] + pct["msg"] + pct["out"]
-        if total < 100:
-            said += f"; the rest, {100 - total}%, this run does not separate (waiting on the other stage, uneven pieces)"
-        elif total > 100:
-            said += (f"; together {total}% of the gap, more than all of it: they are estimates, not shares (inside the "
-                     "step a message may cost less than alone, or pass while a stage computes)")
+        pieces = ideal_step * (k - 1)   # signed: cheaper pieces shorten the model's step
+        outside_of = "(its time outside its compute less its two messages)" if msg1 is not None else \
+            "(its time outside its compute, its messages included)"
+        p_ms, o_ms = round(1e3 * pieces, 1), round(1e3 * outside, 1)   # sums below are of the printed values
+        said = (f"        estimates in ms (not shares of the gap): the pieces at ×{k:.2f}: {p_ms:+.1f}; "
+                f"the step's parts outside its compute, if they took m = 1's {outside_of}: {o_ms:+.1f}\n        ")
+        if "message_s" in r:   # each size's fastest round (message_lines)
+            one = min(r["message_s"])
+            two, all_ = round(2e3 * one, 1), round(2e3 * m * one, 1)
+            said += (f"messages at their fastest alone: {two:+.1f} for the 2 every step waits for (the first "
+                     f"activation, the last gradient), {all_:+.1f} if all 2m = {2 * m} went one after "
+                     f"another (isend lets the sender compute on, so the others may pass while a stage computes)"
+                     f"\n        together {p_ms + o_ms + two:+.1f} to {p_ms + o_ms + all_:+.1f} ms, against the gap's "
+                     f"{step_ms - ideal_ms:+d} ms")
         else:
-            said += "; together they cover the gap"
+            said += (f"messages: not timed in this run\n        together {p_ms + o_ms:+.1f} ms, against the gap's "
+                     f"{step_ms - ideal_ms:+d} ms")
         lines.append(said)
     return "\n".join(lines)
 

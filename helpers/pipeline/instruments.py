@@ -168,16 +168,24 @@ def busy_share(events: list[tuple], stage: int) -> float:
 
 
 def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence[int] = (1, 2, 4, 8, 16),
-               repeats: int = 5) -> list[dict]:
-    """Time stage 0's forward+backward over the whole batch cut into m pieces, on one thread (01).
+               repeats: int = 5, device: torch.device | str | None = None) -> list[dict]:
+    """Time stage 0's forward+backward over the whole batch cut into m pieces, where rank 0 computes (01).
 
-    A pipeline only helps if cutting the batch costs little. ``cost_vs_m1``: the median time
-    over ``repeats`` rounds against the first m's median; ``cost_range``: the fastest and slowest
-    round on the same scale (the spread to read the median against); ``ratio_range``: the ratio's
-    range when m = 1's own rounds are taken at their fastest and slowest too.
+    ``device``: by default the one rank 0 of ``run_gpipe``'s two-process launch computes on
+    (``local_device(choose_backend(2))``: ``cuda:0`` under nccl, else the CPU), so the pieces are
+    timed where the pipelined steps ran; on the CPU with one thread, as each rank runs, and on a GPU
+    with a ``torch.cuda.synchronize`` before each clock reading, so the kernels are timed, not their
+    launch. A pipeline only helps if cutting the batch costs little. ``cost_vs_m1``: the median
+    time over ``repeats`` rounds against the first m's median; ``cost_range``: the fastest and
+    slowest round on the same scale (the spread to read the median against); ``ratio_range``: the
+    ratio's range when m = 1's own rounds are taken at their fastest and slowest too.
     """
-    stage = make_stages(width, depth)[0]
+    from ..dist.ranks import choose_backend
+    device = torch.device(device) if device is not None else local_device(choose_backend(2))
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda *a: None)
+    stage = make_stages(width, depth)[0].to(device)
     x, _ = synthetic_batch(batch, width)
+    x = x.to(device)
     ms = list(ms)
     for m in ms:
         _check_split(batch, m)
@@ -185,14 +193,17 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
     with torch_threads(1):
         for r in range(repeats + 1):  # round 0 warms up; each round takes every m in turn
             for m in ms:
+                sync(device)
                 t0 = time.perf_counter()
                 for xi in x.chunk(m):
                     stage(xi).sum().backward()
+                sync(device)
                 if r:
                     times[m].append(time.perf_counter() - t0)
     base = statistics.median(times[ms[0]])
     t1 = times[ms[0]]
+    where = "on one thread" if device.type == "cpu" else f"on {device}"
     return [{"microbatches": m, "microbatch_rows": batch // m, "seconds": statistics.median(times[m]), "stage": 0,
-             "cost_vs_m1": statistics.median(times[m]) / base,
+             "where": where, "cost_vs_m1": statistics.median(times[m]) / base,
              "cost_range": (min(times[m]) / base, max(times[m]) / base),
              "ratio_range": (min(times[m]) / max(t1), max(times[m]) / min(t1))} for m in ms]

@@ -47,7 +47,7 @@ def plot_timelines(rows: list[dict], label: str = "") -> Figure | None:
 
 def plot_speedup(rows: list[dict], library_rows: list[dict] | None = None, label: str = "") -> Figure | None:
     """Measured speedup against the ideal 2m/(m+1), each implementation over its own GPipe at m = 1 (01)."""
-    fig, ax = plt.subplots(figsize=(9, 3.8))
+    fig, ax = plt.subplots(figsize=(9, 4.6))
     ms = [r["microbatches"] for r in rows]
     fine = [1 + k / 10 for k in range(0, 10 * (max(ms) - 1) + 1)]
     ax.plot(fine, [ideal_speedup(m) for m in fine], "k:",
@@ -63,7 +63,7 @@ def plot_speedup(rows: list[dict], library_rows: list[dict] | None = None, label
     ax.xaxis.set_minor_locator(NullLocator())  # only the m that were measured
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))  # beside the data, never over it
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, frameon=False)  # below the axes, never over the data
     return finish(fig, label)
 
 
@@ -92,7 +92,7 @@ def plot_split_sweep(rows: list[dict], cost_rows: list[dict], label: str = "") -
         a.set_xscale("log")
         a.invert_xaxis()
         a.set_xticks([r["microbatch_rows"] for r in rs], [f"{r['microbatch_rows']}\nm={r['microbatches']}" for r in rs],
-                     fontsize=7)
+                     fontsize=8)
         a.xaxis.set_minor_locator(NullLocator())
         a.set_xlabel(f"rows per micro-batch, fewer to the right\nas m grows (a {batch}-row batch)", fontsize=8)
         a.grid(alpha=0.3)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import statistics
 
-from .bounds import _compute, against_bound, compute_ms, stage_bound, stage_costs
+from .bounds import _compute, _slowdown, against_bound, compute_ms, stage_bound, stage_costs
 from .instruments import bubble_fraction
 
 __all__ = ["gpipe_table", "piece_cost_lines", "message_lines", "against_naive", "piece_model_lines", "library_lines",
@@ -31,17 +31,31 @@ def gpipe_table(rows: list[dict]) -> str:
     c1 = sum(f + b for f, b in stage_costs(rows[0])) if staged else None
     lines.append("key: speedup = the m = 1 median step ÷ this m's; ideal (equal stages) = 2m/(m + 1); efficiency = "
                  "speedup ÷ ideal" + ("; bound (these stages) = the best speedup of m = 1's compute with the two stages' "
-                                      f"measured costs; against it = m = 1's compute ({compute_ms(rows[0])} ms of its "
-                                      f"{1e3 * rows[0]['step_s']:.0f} ms step) ÷ this m's step, ÷ bound: compute against "
-                                      "compute, so below 1.00 at m = 1" if staged else "")
+                                      f"measured costs; against it = the bound's step (compute alone: m = 1's compute, "
+                                      f"{compute_ms(rows[0])} ms of its {1e3 * rows[0]['step_s']:.0f} ms step, ÷ bound) ÷ "
+                                      "the measured step, at m = 1 the share of its step the compute took" if staged else "")
                  + "; bubble (model) = (p − 1)/(m + p − 1), each stage's idle share in GPipe's model")
     over = [r["microbatches"] for r in rows[1:] if round(r["efficiency"], 2) > 1]
     if over:
-        lines.append(f"efficiency above 1.00 at m = {', '.join(map(str, over))}: the ideal 2m/(m + 1) is a model of "
-                     "compute alone, each piece 1/m of m = 1's, and speedup divides m = 1's whole step"
-                     + (f", {round(1e3 * rows[0]['step_s']) - compute_ms(rows[0])} ms of it outside the compute (zero_grad, the SGD "
-                        "update, its messages), which need not last as long at every m; section 4 measures the "
-                        "pieces' cost" if staged else "; section 4 measures the pieces' cost"))
+        line = (f"efficiency above 1.00 at m = {', '.join(map(str, over))}: the ideal 2m/(m + 1) is a model of "
+                "compute alone, each piece 1/m of m = 1's, and speedup divides m = 1's whole step")
+        if staged:
+            base = rows[0]
+            line += (f", {round(1e3 * base['step_s']) - compute_ms(base)} ms of it outside the compute: zero_grad and the "
+                     "SGD update do the same work at every m, the messages and the waiting do not")
+            if "message_s" in base:
+                out_ms, msg_ms = round(1e3 * base["step_s"]) - compute_ms(base), round(2e3 * min(base["message_s"]), 1)
+                line += (f" (m = 1's two {base['message_bytes'] // 1024} KiB messages go one after the other, "
+                         f"{msg_ms:.1f} ms at their fastest alone"
+                         + (f", more than those {out_ms} ms: the step and each part of its compute are medians of "
+                            f"{len(base['step_rounds'])} rounds, taken apart, and a message inside the step need not "
+                            "cost what it cost alone)" if msg_ms > out_ms else ")"))
+            line += "; inside the step the pieces took " + ", ".join(
+                f"×{_slowdown(r, base):.2f} m = 1's compute time at m = {r['microbatches']}"
+                for r in rows[1:] if r["microbatches"] in over) + " (section 4 prints each part)"
+        else:
+            line += "; section 4 measures the pieces' cost"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -162,16 +176,27 @@ def piece_cost_lines(costs: list[dict]) -> str:
     """Each m's stage time against m = 1's, with its rounds' range and a verdict that respects it (01).
 
     "more"/"less" only where the two ranges do not overlap; otherwise the difference is within the
-    spread of the rounds and is said so.
+    spread of the rounds and is said so. Where a range that does not overlap m = 1's touches it at
+    two decimals (×1.05 beside m = 1's ×1.05), both are printed with three (or more), so the printed ranges
+    show the gap the verdict rests on.
     """
     lo1, hi1 = costs[0]["cost_range"]
-    lines = [f"stage {costs[0]['stage']} alone, on one thread:"] if "stage" in costs[0] else []
+
+    def touches(r: dict, d: int) -> bool:
+        lo, hi = r["cost_range"]
+        return (lo > hi1 and round(lo, d) <= round(hi1, d)) or (hi < lo1 and round(hi, d) >= round(lo1, d))
+
+    touch = [r for r in costs[1:] if touches(r, 2)]
+    d_touch = next((d for d in range(3, 7) if not any(touches(r, d) for r in touch)), 6)
+    where = costs[0].get("where", "on one thread")
+    lines = [f"stage {costs[0]['stage']} alone, {where}:"] if "stage" in costs[0] else []
     for r in costs:
         lo, hi = r["cost_range"]
+        d = d_touch if r in touch or (r is costs[0] and touch) else 2
         verdict = ("the baseline" if r is costs[0] else "more than in one piece" if lo > hi1
                    else "less than in one piece" if hi < lo1 else "no clear difference (the rounds overlap m = 1's)")
         lines.append(f"m = {r['microbatches']:>2} ({r['microbatch_rows']:>4} rows): ×{r['cost_vs_m1']:.2f} the m = 1 time "
-                     f"(rounds ×{lo:.2f}–{hi:.2f}): {verdict}")
+                     f"(rounds ×{lo:.{d}f}–{hi:.{d}f}): {verdict}")
     return "\n".join(lines)
 
 
