@@ -286,7 +286,9 @@ def test_cpu_pressure_during_the_runs_is_said_from_the_stall_share():
     assert "1/4 of its wait" in lesson.pressure_meaning(3_450, 1.15, steal_ticks=0, cpus=4)
     one = lesson.pressure_meaning(3_450, 1.15, steal_ticks=0, cpus=1)   # one CPU: the average is that CPU's own time
     assert "no upper bound" not in one and "that CPU's own" in one, one
-    assert "may have gone to waiting" in lesson.pressure_meaning(15_000, 1.0, steal_ticks=0, cpus=2)   # 1.5 %: not small
+    small_steal = lesson.pressure_meaning(15_000, 1.0, steal_ticks=0, cpus=2)   # 1.5 %: not small, and named
+    assert "may have gone to waiting" in small_steal, small_steal
+    assert "PSI's share (1.5%) is not small; steal's is 0.0%" in small_steal, small_steal
 
 
 def test_steal_time_is_read_from_proc_stat_and_said_beside_psi(tmp_path):
@@ -299,6 +301,7 @@ def test_steal_time_is_read_from_proc_stat_and_said_beside_psi(tmp_path):
     stolen = lesson.pressure_meaning(3_000, 1.0, steal_ticks=10, hz=100, cpus=2)   # 0.1 s of 2 CPU-s: 5 %
     assert "100 ms" in stolen and "5.0%" in stolen and "PSI does not count" in stolen, stolen
     assert "under 1%" not in stolen and "may have gone to waiting" in stolen, stolen   # PSI small, steal not
+    assert "steal's share (5.0%) is not small; PSI's is 0.3%" in stolen, stolen
     unknown = lesson.pressure_meaning(3_000, 1.0, steal_ticks=None)
     assert "not read here" in unknown and "not known" in unknown, unknown
     assert "both shares" not in unknown and "at most" not in unknown, unknown   # the small share is only this kernel's
@@ -313,12 +316,14 @@ def test_a_rise_in_validation_loss_is_called_overfitting_only_above_its_noise():
     noisy = [v + rng.gauss(0.01, 0.3) for v in at_lowest]
     val = [1.0, 0.5, 0.1, 0.12, 0.1 + sum(noisy) / 270 - sum(at_lowest) / 270]
     text = readings.overfitting_verdict(train_loss, val, at_lowest, noisy)
-    assert "within 2 standard errors" in text and "no overfitting" in text and "consistent with" not in text, text
+    assert "within 2 standard errors" in text and "no rise in validation loss after epoch 3" in text, text
+    assert "consistent with" not in text and "gap between training and validation loss" in text, text
+    assert "lowest of 5 on these same samples" in text, text   # the pick's bias, said in both branches
     # the same mean rise with every sample worse by about as much: far above its standard error
     steady = [v + 0.01 + rng.gauss(0, 0.001) for v in at_lowest]
     text = readings.overfitting_verdict(train_loss, val, at_lowest, steady)
     assert "consistent with the start of overfitting" in text and "within" not in text, text
-    assert "from epoch 3 to 5" in text, text
+    assert "from epoch 3 to 5" in text and "lowest of 5 on these same samples" in text, text
     # above the noise but the training loss did not fall: not the overfitting pattern
     text = readings.overfitting_verdict([2.0, 1.0, 0.2, 0.3, 0.25], val, at_lowest, steady)
     assert "not the pattern of overfitting" in text and "consistent with" not in text, text
@@ -357,6 +362,11 @@ def test_the_thread_verdict_names_a_winner_only_when_the_runs_do_not_overlap():
     threads, text = lesson.threads_verdict(five, default=2)
     assert threads == 1 and "2 times in 252 (0.8 %)" in text, text
     assert lesson.threads_verdict([(1, .2), (1, .3)], default=1)[0] == 1
+    slow_first = [(1, .155), (2, .409), (1, .157), (2, .137), (1, .138), (2, .182), (1, .155), (2, .141)]
+    threads, text = lesson.threads_verdict(slow_first, default=2)   # one slow run alone makes the counts overlap
+    assert threads == 2 and "(median 0.161)" in text and "(median 0.155)" in text, text
+    assert "run 1 of 2 thread(s) (0.409 s, 2.5× that count's median)" in text and "run 2 of" not in text, text
+    assert "over 1.5×" not in lesson.threads_verdict(overlap, default=2)[1]   # 0.30 is 1.4× its median 0.22
 
 
 def forgets_eval_mode(model, loader):       # right in every way but one: BatchNorm keeps using the batch's statistics
@@ -444,6 +454,17 @@ def nudges_the_weights(model, loader):               # right, then changes a par
     with torch.no_grad():
         next(model.parameters()).add_(1e-3)
     return value
+
+
+def warms_up_in_training_mode_first(model, loader):   # a train-mode forward moves BatchNorm's running statistics
+    with torch.no_grad():
+        model(next(iter(loader))[0])
+    return right(model, loader)
+
+
+def test_changing_batchnorm_statistics_before_evaluating_is_refused():
+    ok, msg = verify(EX, warms_up_in_training_mode_first)
+    assert not ok and "buffers" in msg and "Hint" in msg, msg
 
 
 def test_a_model_handed_back_on_another_device_is_refused():

@@ -5,6 +5,7 @@ from typing import Callable
 
 from ..core.checks import Exercise
 from ..core.i18n import tr
+from .readings import libgomp_spin_count, openmp_runtime  # noqa: F401  (section 3's OpenMP check)
 
 NOTEBOOK = "00_setup"
 
@@ -15,14 +16,15 @@ class _UsedTheReference(Exception):
 
 def _accuracy_behaviour(accuracy: Callable) -> str | None:
     """The student's ``accuracy(model, loader)`` on several models and loaders, counted by rule, with the course's
-    ``evaluate`` out of reach and autograd watched (00). One model has BatchNorm and is handed over in training
-    mode (a function without ``model.eval()`` answers differently), and again in evaluation mode, to go back in
-    it (an unconditional ``model.train()`` at the end fails); one DigitsCNN comes with its ``features`` frozen
+    ``evaluate`` out of reach and autograd watched (00). One model has BatchNorm and is handed over in training mode
+    (a function without ``model.eval()`` answers differently), and again in evaluation mode, to go back in it (an
+    unconditional ``model.train()`` at the end fails); one DigitsCNN comes with its ``features`` frozen
     (``requires_grad=False``, as notebook 07 freezes a backbone), and must go back so: a function that freezes every
-    parameter and then unfreezes them all fails; where a GPU or MPS exists, one model sits there
-    (a function that does not send batches to the model's device fails). Each model must come back on the device,
-    and with the parameter values and dtypes, it came with (``model.to("cpu")`` fails where a GPU exists). Every
-    expected fraction is counted before the student's function runs, by a local loop that no module exposes."""
+    parameter and then unfreezes them all fails; where a GPU or MPS exists, one model sits there (a function that
+    does not send batches to the model's device fails). Each model must come back on the device, and with the
+    parameter values and dtypes, and the buffers (BatchNorm's running statistics), it came with (``model.to("cpu")``
+    fails where a GPU exists). Every expected fraction is counted before the student's function runs, by a local
+    loop that no module exposes."""
     import copy
 
     import torch
@@ -83,6 +85,7 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
             came_on = model_device(model)
             came_as = [(p.device, p.dtype, p.detach().clone()) for p in model.parameters()]
             came_grad = [p.requires_grad for p in model.parameters()]
+            came_bufs = [(b.device, b.dtype, b.detach().clone()) for b in model.buffers()]   # BatchNorm's statistics
             try:
                 with SavedTensorTracker() as tracker:
                     got = accuracy(model, loader)
@@ -101,10 +104,17 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
             if not isinstance(got, (float, int)) or isinstance(got, bool):
                 return tr("00.not_a_number", "for {what}, your function returned a {type}; return a Python number "
                           "(a one-element tensor's .item() is one)", what=what, type=type(got).__name__)
+            bufs_changed = any(b.device != d or b.dtype != t or not torch.equal(b.detach(), v)
+                               for b, (d, t, v) in zip(model.buffers(), came_bufs))
+            changed_bufs = tr("00.changed_buffers", "for {what}, your function changed the model's buffers "
+                              "(BatchNorm's running statistics, which a forward in training mode updates): "
+                              "evaluation only reads them. Hand them back as they came", what=what)
             if abs(got - eval_frac) > 1e-9:
                 if abs(got - train_frac) <= 1e-9 and abs(eval_frac - train_frac) > 1e-9:
                     return tr("00.train_mode", "for {what}, your function returned what the model predicts in "
                               "training mode; which mode does evaluation use?", what=what)
+                if bufs_changed:
+                    return changed_bufs
                 return tr("00.not_the_fraction", "for {what}, your function returned {got:.4g}, which is not the "
                           "fraction of those samples whose largest output is the label", what=what, got=float(got))
             if tracker.peak > 0:
@@ -140,6 +150,8 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
                 return tr("00.changed_params", "for {what}, your function changed the model's parameters (their "
                           "values, dtype or device): evaluation only reads them. Hand them back as they came",
                           what=what)
+            if bufs_changed:
+                return changed_bufs
     return None
 
 
@@ -177,18 +189,26 @@ EXERCISES = [
 ]
 
 
-def threads_verdict(runs: list[tuple[int, float]], default: int) -> tuple[int, str]:
+def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float = 1.5) -> tuple[int, str]:
     """Section 3's reading of ``(threads, seconds)`` runs: every run printed, and a winner only when the faster
     count's slowest run beats the other count's fastest; otherwise no clear difference, and ``default`` (00).
     With *a* and *b* runs, a split that clean happens by chance, if every run's time were drawn alike whatever the
     count, in 2 of the C(a + b, a) equally likely orderings (either count all below): the exact two-sided
-    Mann–Whitney p-value of a complete separation, printed."""
+    Mann–Whitney p-value of a complete separation, printed. Each count's median is printed, and every run slower
+    than ``outlier`` times its count's median is named."""
     import math
+    import statistics
 
     by = {}
     for n, s in runs:
         by.setdefault(n, []).append(s)
-    shown = "\n".join(f"{n} thread(s), s per epoch: " + ", ".join(f"{s:.3f}" for s in ss) for n, ss in by.items())
+    shown = "\n".join(f"{n} thread(s), s per epoch: " + ", ".join(f"{s:.3f}" for s in ss)
+                      + f" (median {statistics.median(ss):.3f})" for n, ss in by.items())
+    slow_runs = [f"run {i + 1} of {n} thread(s) ({s:.3f} s, {s / statistics.median(ss):.1f}× that count's median)"
+                 for n, ss in by.items() for i, s in enumerate(ss) if s > outlier * statistics.median(ss)]
+    if slow_runs:   # the clean-split rule cannot set such a run aside: it alone can make the counts overlap
+        shown += (f"\nover {outlier:g}× its count's median: " + "; ".join(slow_runs)
+                  + " (what slowed it is not measured here)")
     if len(by) < 2:
         return default, f"{shown}\none count only, nothing to compare; training keeps {default} thread(s)"
     fast, slow = sorted(by, key=lambda n: min(by[n]))
@@ -248,39 +268,13 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
         return f"{head}: both shares are under 1%; {average}"
     if share < 0.01 and steal_share is None:
         return (f"{head}: PSI's share is under 1%; {average}; what a hypervisor took, if any, is not known")
-    return (f"{head}: not small, so some of the runs' time may have gone to waiting for a CPU rather than computing; "
+    if steal_share is None:
+        big = f"PSI's share ({share:.1%}) is not small"
+    elif share >= 0.01 and steal_share >= 0.01:
+        big = f"neither share is small (PSI's {share:.1%}, steal's {steal_share:.1%})"
+    elif share >= 0.01:
+        big = f"PSI's share ({share:.1%}) is not small; steal's is {steal_share:.1%}"
+    else:
+        big = f"steal's share ({steal_share:.1%}) is not small; PSI's is {share:.1%}"
+    return (f"{head}: {big}, so some of the runs' time may have gone to waiting for a CPU rather than computing; "
             f"neither count says whose tasks waited, so which thread count it slowed is not known")
-
-
-def openmp_runtime() -> str | None:
-    """The OpenMP library this process has loaded, read from ``/proc/self/maps`` (Linux only; else None) (00)."""
-    import re
-
-    try:
-        with open("/proc/self/maps") as f:
-            maps = f.read()
-    except OSError:
-        return None
-    libs = sorted({line.split()[-1] for line in maps.splitlines() if re.search(r"/lib(gomp|iomp5|omp)[^/]*\.so", line)})
-    return libs[0] if libs else None
-
-
-def libgomp_spin_count(library: str, set_before_load: bool) -> int | None:
-    """GOMP_SPINCOUNT as libgomp reports it (``OMP_DISPLAY_ENV=VERBOSE``, printed by its load-time constructor) in
-    a fresh Python that sets ``OMP_WAIT_POLICY=PASSIVE`` before or after loading ``library``: 0 means waiting
-    threads sleep at once (00). None where the library printed no such line (not libgomp)."""
-    import os
-    import re
-    import subprocess
-    import sys
-
-    code = ("import ctypes, os, sys\nbefore = sys.argv[2] == '1'\n"
-            "if before: os.environ['OMP_WAIT_POLICY'] = 'PASSIVE'\n"
-            "ctypes.CDLL(sys.argv[1])\n"
-            "if not before: os.environ['OMP_WAIT_POLICY'] = 'PASSIVE'\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
-    env["OMP_DISPLAY_ENV"] = "VERBOSE"
-    r = subprocess.run([sys.executable, "-c", code, library, "1" if set_before_load else "0"], env=env,
-                       capture_output=True, text=True, timeout=60)
-    m = re.search(r"GOMP_SPINCOUNT = '(\d+)'", r.stderr)
-    return int(m.group(1)) if m else None

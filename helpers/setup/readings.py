@@ -1,5 +1,6 @@
 """Notebook 00 (setup): readings of its measurements, generated from the numbers: the steal time that PSI does not
-count (section 3), and whether a rise in validation loss stands above its noise (section 5)."""
+count, the OpenMP library loaded and what libgomp read when it loaded (section 3), and whether a rise in validation
+loss stands above its noise (section 5)."""
 from __future__ import annotations
 
 
@@ -58,14 +59,52 @@ def overfitting_verdict(train_loss: list[float], val_loss: list[float], at_lowes
     head = (f"from epoch {best + 1} to {last + 1} the validation loss rose by {rise:.3g}; the standard error of that "
             f"rise over the {len(diffs)} validation samples (each one's loss at epoch {last + 1} minus at epoch "
             f"{best + 1}) is {se:.2g}" + (f", so the rise is {rise / se:.1f} standard errors" if se > 0 else ""))
+    picked = (f"epoch {best + 1} was picked as the lowest of {len(val_loss)} on these same samples, so its loss is "
+              f"low partly by chance and the rise is, if anything, overstated")
     if rise <= spread * se:
         return (f"{head}: within {spread:g} standard errors, a rise that the choice of validation samples alone "
-                f"could make, so this run shows no overfitting that its validation set can tell from noise")
+                f"could make, so this run shows no rise in validation loss after epoch {best + 1} that its validation "
+                f"set can tell from noise ({picked}); the gap between training and validation loss is a separate "
+                f"matter (Deep Learning, §5.2: https://www.deeplearningbook.org/contents/ml.html)")
     if train_loss[last] < train_loss[best]:
         return (f"{head}: more than {spread:g}, while the training loss fell ({train_loss[best]:.3g} at epoch "
                 f"{best + 1}, {train_loss[last]:.3g} at the last): consistent with the start of overfitting, a gap "
                 f"that grows (Deep Learning, §5.2: https://www.deeplearningbook.org/contents/ml.html). This standard "
                 f"error counts only which samples were drawn for validation, not how another training run would "
-                f"bounce, and the lowest of {len(val_loss)} epochs is low partly by chance")
+                f"bounce, and {picked}")
     return (f"{head}: more than {spread:g}, but the training loss did not fall after epoch {best + 1}, so this is not "
             f"the pattern of overfitting (training loss falling while validation loss rises)")
+
+
+def openmp_runtime() -> str | None:
+    """The OpenMP library this process has loaded, read from ``/proc/self/maps`` (Linux only; else None) (00)."""
+    import re
+
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        return None
+    libs = sorted({line.split()[-1] for line in maps.splitlines() if re.search(r"/lib(gomp|iomp5|omp)[^/]*\.so", line)})
+    return libs[0] if libs else None
+
+
+def libgomp_spin_count(library: str, set_before_load: bool) -> int | None:
+    """GOMP_SPINCOUNT as libgomp reports it (``OMP_DISPLAY_ENV=VERBOSE``, printed by its load-time constructor) in
+    a fresh Python that sets ``OMP_WAIT_POLICY=PASSIVE`` before or after loading ``library``: 0 means waiting
+    threads sleep at once (00). None where the library printed no such line (not libgomp)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    code = ("import ctypes, os, sys\nbefore = sys.argv[2] == '1'\n"
+            "if before: os.environ['OMP_WAIT_POLICY'] = 'PASSIVE'\n"
+            "ctypes.CDLL(sys.argv[1])\n"
+            "if not before: os.environ['OMP_WAIT_POLICY'] = 'PASSIVE'\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
+    env["OMP_DISPLAY_ENV"] = "VERBOSE"
+    r = subprocess.run([sys.executable, "-c", code, library, "1" if set_before_load else "0"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    m = re.search(r"GOMP_SPINCOUNT = '(\d+)'", r.stderr)
+    return int(m.group(1)) if m else None
