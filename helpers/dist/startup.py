@@ -59,9 +59,7 @@ def die_with_launcher(launcher: int) -> None:
     def gone() -> bool:
         try:
             os.kill(launcher, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:  # a pid reused by another user's process: ours is gone
+        except (ProcessLookupError, PermissionError):  # PermissionError: the pid now another user's process
             return True
         return False
 
