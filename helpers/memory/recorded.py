@@ -11,7 +11,7 @@ from pathlib import Path
 __all__ = ["RECORDED_GPU_RUN", "recorded_gpu_run", "recorded_gpu_commit", "recorded_gpu_output", "recorded_gpu_intro",
            "recorded_gpu_code", "gpu_path", "recorded_memory_rows"]
 
-RECORDED_GPU_RUN = Path(__file__).resolve().parents[2] / "tests" / "gpu" / "recorded" / "2026-11-26-h100"
+RECORDED_GPU_RUN = Path(__file__).resolve().parents[2] / "tests" / "gpu" / "recorded" / "2026-11-27-h100"
 
 
 def recorded_gpu_run(folder: Path = RECORDED_GPU_RUN) -> str:
