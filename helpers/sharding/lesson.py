@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 import sys
+import time
 from typing import Callable
 
 from ..core.checks import Exercise
@@ -133,20 +134,38 @@ def _watched_codes() -> frozenset:
                                           _per_param))
 
 
+_TIME_LIMIT_S = 10.0  # one call of a sizing answer: a loop that never ends is stopped and refused, not waited for
+
+
+class _TooSlow(BaseException):
+    """A sizing answer still running at the time limit (a BaseException: ``except Exception`` in it cannot keep it going)."""
+
+
 def _calculator_called(fn: Callable, *args) -> tuple[object, bool]:
-    """``fn(*args)`` and whether it reached the course's calculator (memory_per_rank) or the check's rules (09)."""
+    """``fn(*args)`` and whether it reached the course's calculator (memory_per_rank) or the check's rules (09).
+
+    Raises :class:`_TooSlow` from inside ``fn`` at its first Python line after :data:`_TIME_LIMIT_S` seconds.
+    """
     codes = _watched_codes()
     called = []
-    old = sys.getprofile()
+    old, old_trace = sys.getprofile(), sys.gettrace()
+    deadline = time.monotonic() + _TIME_LIMIT_S
 
     def watch(frame, event, arg):  # noqa: ANN001 (sys.setprofile's signature)
         if event == "call" and frame.f_code in codes:
             called.append(1)
 
+    def clock(frame, event, arg):  # noqa: ANN001 (sys.settrace's signature): every line, past the deadline: stop
+        if time.monotonic() > deadline:
+            raise _TooSlow
+        return clock
+
     sys.setprofile(watch)
+    sys.settrace(clock)
     try:
         got = fn(*args)
     finally:
+        sys.settrace(old_trace)
         sys.setprofile(old)
     return got, bool(called)
 
@@ -158,6 +177,9 @@ def _sizing_behaviour(fn: Callable, name: str, rule: Callable, with_n: bool) -> 
         args = ", ".join(repr(a) for a in case)
         try:
             got, called = _calculator_called(fn, *case)
+        except _TooSlow:
+            return (f"{name}({args}) was still running after {_TIME_LIMIT_S:g} s: does each loop in it end"
+                    + ("?" if with_n else ", also where no number of GPUs fits (return None there)?"))
         except Exception as e:  # noqa: BLE001 (a student's bug, reported in words)
             return f"your function raised {type(e).__name__}: {e} for {name}({args})"
         if called:

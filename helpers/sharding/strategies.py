@@ -208,7 +208,7 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
     repeats), step_spread_s, plain_rest_raw_s (:func:`plain_rest`) and, from one process, own_raw_s (the step less the
     plain model's there, before a negative one is set to 0) and own_noise_s (those two timings' spreads added).
     The prediction for N > 1 carries over that one-process ``own``, so give ``world_sizes`` starting with 1 to
-    include it. World sizes with more ranks than cores (or GPUs) are not timed: their processes would take turns.
+    include it. World sizes with more ranks than cores (or GPUs) are not timed: ranks would share them.
     """
     world_sizes, strategies = _checked(world_sizes, strategies, layers, width, batch, steps, repeats, lr)
     if precision not in ("fp32", "amp"):
