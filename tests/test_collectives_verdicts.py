@@ -258,6 +258,22 @@ def test_a_fitted_alpha_above_the_fastest_time_is_said_to_overestimate_the_small
     assert "16 MiB" not in line and "4 MiB (4444 µs on the line, 4000 µs timed)" in line
 
 
+def test_sizes_timed_above_the_fitted_line_are_said_with_their_ratio():
+    sweep = _sweep(1.1)
+    sweep["alpha_s"] = 2.5e-4
+    for r in sweep["sizes"]:
+        r["gloo_model_s"] = 2.5e-4 + r["bytes"] * 1e-9
+    assert not any("underestimates" in line for line in sweep_summary(sweep))   # the line above every time
+    sweep["sizes"][-1]["gloo_s"] = 20e-3
+    line = next(line for line in sweep_summary(sweep) if "underestimates" in line)
+    assert line.endswith("at 16 MiB (×1.17: 17027 µs on the line, 20000 µs timed)")
+    sweep = _sweep(1.1)   # α = 0.1 ms, no time below the line's start: the under side is said all the same
+    sweep["sizes"][3]["gloo_s"] = 1.4 * sweep["sizes"][3]["gloo_model_s"]   # 64 KiB
+    text = "\n".join(sweep_summary(sweep))
+    assert "overestimates" not in text and "underestimates the time (timed above the line) at" in text
+    assert "64 KiB (×1.40: 166 µs on the line, 232 µs timed)" in text
+
+
 def test_a_fixed_cost_per_call_is_bounded_by_the_smallest_excess_over_the_measured_parts():
     # the ring is its parts plus 0.25, 0.9, 0.3, 0.5 ms: a fixed cost every call adds is at most 0.25 ms (1 KiB),
     # not the ring's fastest call (0.25 ms + its parts)

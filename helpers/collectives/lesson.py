@@ -49,8 +49,7 @@ EXERCISES = [
                  "ring's time."),
     Exercise("08.reduce_scatter", "code", behaviour=_reduce_scatter_behaviour,
              hint="Follow the chunk that must end complete on rank r: which rank has to send it first, at step 0, so "
-                  "that it reaches r after n − 1 steps? Then shift the recipe's schedule by as much. Receive into a "
-                  "separate buffer, then add it.",
+                  "that it reaches r after n − 1 steps? Receive into a separate buffer, then add it.",
              why="n − 1 steps of size/n: half of the ring all-reduce, and on its own the collective FSDP and ZeRO-2 "
                  "use to shard gradients; which piece ends where is only a matter of where each chunk starts."),
     Exercise("08.chunk_sums_r2_n5", "ints", digest="346fbfb5651ac4fd9444575caad664f161130875d25d0283f6eaa5195aed8a14",

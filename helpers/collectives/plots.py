@@ -122,6 +122,11 @@ def sweep_summary(sweep: dict) -> list[str]:
                      "through that time; fitted over all sizes, the line overestimates the time (line above timed) at "
                      + ", ".join(f"{size(r['bytes'])} ({r['gloo_model_s'] * 1e6:.0f} µs on the line, "
                                  f"{r['gloo_s'] * 1e6:.0f} µs timed)" for r in high))
+    low = [r for r in sorted(sweep["sizes"], key=lambda r: r["bytes"]) if r["gloo_model_s"] < r["gloo_s"]]
+    if low:   # the other side of the same fit: where the timed all_reduce is above its line
+        lines.append("fitted over all sizes, the line underestimates the time (timed above the line) at " + ", ".join(
+            f"{size(r['bytes'])} (×{r['gloo_s'] / r['gloo_model_s']:.2f}: {r['gloo_model_s'] * 1e6:.0f} µs on the "
+            f"line, {r['gloo_s'] * 1e6:.0f} µs timed)" for r in low))
     busbw = [f"{r['gloo_busbw_gbs']:.2f}" for r in sweep["sizes"][-3:]]
     lines.append(f"bus bandwidth at {', '.join(size(r['bytes']) for r in sweep['sizes'][-3:])}: {', '.join(busbw)} GB/s")
     k, one = b[-3] // b[0], sweep["sizes"][0]

@@ -76,9 +76,8 @@ def ring_reduce_scatter(t: torch.Tensor) -> int:
 
     ``t`` (contiguous) is cut into ``n`` chunks. At step ``s`` rank ``r`` sends its running sum of
     chunk ``r − s`` to the right and adds what arrives from the left into chunk ``r − s − 1``.
-    The chunk it adds into at the last step then holds the sum over all ranks (the other chunks
-    hold partial sums): that chunk's index is returned. For n > 1 it is never chunk ``rank``, where
-    ``dist.reduce_scatter`` puts rank ``r``'s piece.
+    Returns the index of the chunk that then holds the sum over all ranks; for n > 1 it is never
+    chunk ``rank``, where ``dist.reduce_scatter`` puts rank ``r``'s piece.
     """
     rank, n = dist.get_rank(), dist.get_world_size()
     chunks = t.view(-1).tensor_split(n)  # views: the sums land in t itself
