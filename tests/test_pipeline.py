@@ -531,6 +531,25 @@ def test_printed_sums_add_up_and_the_bound_compares_compute_with_compute():
     assert "gap to the latter +5 ms" in text   # 207 − 202, not 207.4 − 202.4
 
 
+def test_gap_lines_outside_estimate_is_the_printed_figures_difference():
+    # m = 1: compute parts 64.4 + 65.3 ms per stage print as 64 + 65, so 258 ms of a 267.6 → 268 ms step, "the other
+    # 10 ms"; its two 1.47 ms messages print as 2.9 ms; the estimate is 10 − 2.9 = +7.1, not 267.6 − 259.4 − 2.94 = +5.3
+    def row(m, step, f, b, msg=None):
+        r = {"microbatches": m, "microbatch_rows": 64 // m, "step_s": step, "step_rounds": [step] * 3,
+             "step_range": (step, step), "compute_rounds": [[{"F": f, "B": b}] * 3] * 2}
+        if msg is not None:
+            r["message_s"] = [msg]
+        return r
+    naive = row(1, 0.2676, 0.0644, 0.0653, msg=0.00147)
+    text = P.gap_lines([naive, row(4, 0.2, 0.0644, 0.0653, msg=0.0004)])
+    assert "the stages computed 258 ms of its 268 ms step" in text and "so the other 10 ms" in text
+    assert "(its time outside its compute less its two messages): +7.1" in text and "+5.3" not in text
+    # no messages timed: the whole printed 10 ms
+    naive.pop("message_s")
+    text = P.gap_lines([naive, row(4, 0.2, 0.0644, 0.0653)])
+    assert "(its time outside its compute, its messages included): +10.0" in text
+
+
 def test_held_micro_batches_are_said_as_rows_of_the_batch():
     lib = [{"schedule": "gpipe", "microbatches": m, "peak_live": [m, m]} for m in (1, 2, 8)] + \
           [{"schedule": "1f1b", "microbatches": m, "peak_live": [2, 1]} for m in (2, 8)]
@@ -549,6 +568,7 @@ def test_piece_costs_are_timed_where_rank_0_computes(monkeypatch):
     real = ranks.choose_backend
     monkeypatch.setattr(ranks, "choose_backend", lambda n, backend=None: seen.append(n) or real(n, backend))
     costs = instruments.stage_cost(width=16, depth=2, batch=64, ms=(1, 2), repeats=1)
-    assert seen == [2] and costs[0]["where"] == ("on one thread" if real(2) == "gloo" else "on cuda:0")
+    assert seen == [2] and costs[0]["where"] == ("on the CPU with one thread" if real(2) == "gloo" else "on cuda:0")
     assert P.piece_cost_lines(costs).startswith(f"stage 0 alone, {costs[0]['where']}:")
-    assert instruments.stage_cost(width=16, depth=2, batch=64, ms=(1, 2), repeats=1, device="cpu")[0]["where"] == "on one thread"
+    cpu = instruments.stage_cost(width=16, depth=2, batch=64, ms=(1, 2), repeats=1, device="cpu")
+    assert cpu[0]["where"] == "on the CPU with one thread"

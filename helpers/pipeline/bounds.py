@@ -46,7 +46,8 @@ def gap_lines(rows: list[dict]) -> str:
     gradient before stage 0's last backward); ``isend`` lets the sender compute on, so the other
     2m − 2 may pass while a stage computes, and all 2m one after another is the most they add if
     each costs inside the step what it cost alone. The step's own parts outside the compute: m = 1's
-    time outside its compute, less its two messages at their fastest where they were timed. These
+    time outside its compute as printed (its step's ms less its compute's ms), less its two messages at their fastest
+    where they were timed, rounded to 0.1 ms as printed elsewhere, so the printed figures add up. These
     are estimates, not shares of the gap: the line prints them in ms beside the gap, never as
     percentages of it. Printed differences are taken from the printed (rounded) values.
     """
@@ -54,7 +55,8 @@ def gap_lines(rows: list[dict]) -> str:
     c1 = sum(f + b for f, b in stage_costs(base))
     step1, c1_ms = round(1e3 * base["step_s"]), compute_ms(base)
     msg1 = 2 * min(base["message_s"]) if "message_s" in base else None
-    outside = max(0.0, base["step_s"] - c1 - (msg1 or 0.0))
+    msg1_ms = round(1e3 * msg1, 1) if msg1 is not None else 0.0
+    outside_ms = max(0.0, step1 - c1_ms - msg1_ms)   # of the printed figures: step1 − c1_ms is printed below
     lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
              f"m = 1: the stages computed {c1_ms} ms of its {step1} ms step; the bound pipelines that compute only, "
              f"so the other {step1 - c1_ms} ms (zero_grad, the SGD update, its two messages, waiting) is not in it and can "
@@ -82,7 +84,7 @@ def gap_lines(rows: list[dict]) -> str:
         pieces = ideal_step * (k - 1)   # signed: cheaper pieces shorten the model's step
         outside_of = "(its time outside its compute less its two messages)" if msg1 is not None else \
             "(its time outside its compute, its messages included)"
-        p_ms, o_ms = round(1e3 * pieces, 1), round(1e3 * outside, 1)   # sums below are of the printed values
+        p_ms, o_ms = round(1e3 * pieces, 1), round(outside_ms, 1)   # sums below are of the printed values
         said = (f"        estimates in ms (not shares of the gap): the pieces at ×{k:.2f}: {p_ms:+.1f}; "
                 f"the step's parts outside its compute, if they took m = 1's {outside_of}: {o_ms:+.1f}\n        ")
         if "message_s" in r:   # each size's fastest round (message_lines)

@@ -202,7 +202,7 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
                     times[m].append(time.perf_counter() - t0)
     base = statistics.median(times[ms[0]])
     t1 = times[ms[0]]
-    where = "on one thread" if device.type == "cpu" else f"on {device}"
+    where = "on the CPU with one thread" if device.type == "cpu" else f"on {device}"
     return [{"microbatches": m, "microbatch_rows": batch // m, "seconds": statistics.median(times[m]), "stage": 0,
              "where": where, "cost_vs_m1": statistics.median(times[m]) / base,
              "cost_range": (min(times[m]) / base, max(times[m]) / base),

@@ -62,7 +62,11 @@ def parameters_per_device(model: nn.Module) -> dict[str, int]:
 
 
 def make_stages(width: int = 512, depth: int = 4, num_classes: int = 10, seed: int = 0) -> list[nn.Sequential]:
-    """Two equal stages of ``depth`` Linear+ReLU layers of ``width``; the second adds a small head (01)."""
+    """Two stages, each ``depth`` Linear+ReLU layers of ``width`` (01).
+
+    Equal in their ``depth`` layers only: the second also has a ``width`` → ``num_classes`` head, so more
+    parameters, and in a pipeline its backward also computes its input's gradient, so more work (section 3).
+    """
     for name, v in (("width", width), ("depth", depth)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")

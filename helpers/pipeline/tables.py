@@ -188,7 +188,7 @@ def piece_cost_lines(costs: list[dict]) -> str:
 
     touch = [r for r in costs[1:] if touches(r, 2)]
     d_touch = next((d for d in range(3, 7) if not any(touches(r, d) for r in touch)), 6)
-    where = costs[0].get("where", "on one thread")
+    where = costs[0].get("where", "on the CPU with one thread")
     lines = [f"stage {costs[0]['stage']} alone, {where}:"] if "stage" in costs[0] else []
     for r in costs:
         lo, hi = r["cost_range"]
