@@ -224,9 +224,10 @@ def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float 
 
 
 def cpu_pressure_total(path: str = "/proc/pressure/cpu") -> int | None:
-    """The "some" line's ``total`` of Linux PSI (https://docs.kernel.org/accounting/psi.html): microseconds in which
-    at least one runnable task waited for a CPU, since boot; None where the file is missing (not Linux, a kernel
-    without PSI) or unreadable (00)."""
+    """The "some" line's ``total`` of Linux PSI (https://docs.kernel.org/accounting/psi.html), in microseconds since
+    boot: each CPU's time with a runnable task waiting for it, averaged over the CPUs weighted by their busy time
+    (psi.c's header comment), not the time in which some task waited anywhere; None where the file is missing (not
+    Linux, a kernel without PSI) or unreadable (00)."""
     try:
         with open(path) as f:
             for line in f:
