@@ -114,7 +114,7 @@ def test_gradscaler_skips_until_the_largest_gradient_fits_fp16():
         scale = scaler.get_scale()
         with torch.autocast("cpu", dtype=torch.float16):
             out = model(x)
-        loss = torch.nn.functional.mse_loss(out.float(), y)  # the loss in fp32: not what overflows
+            loss = torch.nn.functional.mse_loss(out, y)  # inside autocast, as the recipe: mse_loss runs in fp32
         assert loss.dtype == torch.float32 and math.isfinite(loss.item() * scale)
         scaler.scale(loss).backward()
         scaler.step(opt)
@@ -133,7 +133,7 @@ def test_leak_breakdown_sums_to_the_measured_leak():
 
 def test_recorded_gpu_output_is_read_not_typed():
     out = M.recorded_gpu_output("d78593a6")
-    assert "after del x" in out and "empty_cache" in out
+    assert "after del block" in out and "empty_cache" in out
     assert "H100" in M.recorded_gpu_run()
     with pytest.raises(KeyError, match="record a new GPU run"):
         M.recorded_gpu_output("no-such-cell")
@@ -169,8 +169,8 @@ def test_recorded_gpu_intro_says_when_the_recording_ran_other_code(tmp_path):
 
 
 def test_recorded_gpu_commit_is_read_from_the_recordings_readme():
-    assert M.recorded_gpu_commit() == "77b2ac4"   # "from main at 77b2ac4" in its README.md
-    assert "helpers as of 77b2ac4" in M.recorded_gpu_intro("302c14df")
+    assert M.recorded_gpu_commit() == "437db3b"   # "from main at 437db3b" in its README.md
+    assert "helpers as of 437db3b" in M.recorded_gpu_intro("302c14df")
 
 
 def test_recorded_gpu_intro_tells_no_gpu_lines_from_gpu_code(tmp_path):
@@ -412,7 +412,8 @@ def test_autocast_on_a_gpu_saves_half_activations_plus_weight_copies():
 
 def test_recorded_memory_rows_are_parsed_from_the_recording():
     rows = M.recorded_memory_rows("d78593a6")
-    assert list(rows) == ["start", "after a 256 MiB tensor", "after del x", "after empty_cache()"]
+    assert list(rows) == ["start", "after clearing cuBLAS workspaces", "after a 256 MiB tensor", "after del block",
+                          "after empty_cache()"]
     (a0, r0), (a1, r1) = rows["start"], rows["after empty_cache()"]
     assert a1 < r1 < r0   # what cell 9's generated sentence says: empty_cache() keeps segments holding live tensors
     assert M.recorded_memory_rows("00c6803b") == {}   # a cell without such rows gives none
@@ -433,4 +434,4 @@ def test_gpu_status_line_prints_gib(monkeypatch):
 
 def test_the_batch_search_cell_still_runs_the_recorded_gpu_code():
     # cell 37's GPU path must stay the recorded one, or its recorded line is an earlier version's
-    assert "this cell (the same cell code on a GPU" in M.recorded_gpu_intro("c67d3342")
+    assert "this cell (the same cell code; helpers as of" in M.recorded_gpu_intro("c67d3342")

@@ -123,8 +123,9 @@ def leak_breakdown(batch: int = 64, classes: int = 10, features: int = 64, hidde
     ``cross_entropy`` is ``log_softmax`` then ``nll_loss``; the latter saves the log-softmax, the
     targets and a one-element ``total_weight`` (its ``grad_fn._saved_total_weight``), not the loss.
 
-    ``rounded`` is each tensor rounded up to ``block`` bytes, as CUDA's caching allocator rounds
-    every allocation (``kMinBlockSize = 512`` in ``c10/core/AllocatorConfig.h``).
+    ``rounded`` is each tensor rounded up to a multiple of ``block`` bytes, as CUDA's caching allocator
+    rounds every request with its default settings (``round_size``; ``kMinBlockSize = 512`` in
+    ``c10/core/AllocatorConfig.h``); a tensor of 1 MiB or less gets a block of exactly that size.
     """
     parts = {"input (float32)": batch * features * 4, "ReLU output 1 (float32)": batch * hidden * 4,
              "ReLU output 2 (float32)": batch * hidden * 4, "log-softmax (float32)": batch * classes * 4,

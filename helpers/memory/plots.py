@@ -17,7 +17,7 @@ def plot_leak(bug: dict, fix: dict, label: str = "") -> Figure | None:
     it = range(1, len(bug["held_bytes"]) + 1)
     ax.plot(it, bug["held_bytes"], "o-", color="C3", label="total += loss  (bug)")
     ax.plot(it, fix["held_bytes"], "s-", color="C2", label="total += loss.item()  (fix)")
-    ax.set(xlabel="iteration", ylabel="bytes held by autograd's saved tensors", title="the accumulation leak")
+    ax.set(xlabel="iteration", ylabel="bytes held by autograd's saved tensors", title="the loss-summing leak and its fix")
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))  # bytes, as the text prints them
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)

@@ -71,7 +71,7 @@ def _tiny_regressor(seed: int = 0) -> tuple[nn.Module, torch.Tensor]:
 
 
 def underflow_demo(tiny: float = 1e-6) -> dict:
-    """Small gradients in 16-bit, with the loss computed in float32 as the AMP recipe does (06).
+    """Small gradients in 16-bit, with the loss computed in float32 (a mean of ``out.float()``) (06).
 
     A small MLP whose float32 loss is multiplied by ``tiny`` (small gradients, as late in
     training). The first layer's weight gradient: in float32; under float16 autocast without
