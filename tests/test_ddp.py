@@ -296,7 +296,7 @@ def test_the_summary_names_what_besides_the_all_reduce_does_not_split_and_what_a
     assert "the optimizer step" in text and "At batch 64 a repeat went above the ideal 2× (2.05×)" in text
     assert "noise:" not in text and "cannot tell it from timing noise" in text
     assert "computes on 32 samples there, a batch not timed alone here" in text
-    assert summary["ideal"] == {} and "the compute-only ideal is not known" in text  # no batch has its half timed
+    assert summary["ideal"] == {} and "the solo-step ideal is not known" in text  # no batch has its half timed
     assert "not all DDP's" not in text
     assert "median of each repeat's own ratio" in ddp.scaling_table(rows)
 
@@ -312,20 +312,20 @@ def _fifth_read_rows() -> list[dict]:
 def test_the_summary_opens_with_a_one_line_takeaway_generated_from_the_verdicts():
     first = ddp.scaling_summary(_fifth_read_rows())["text"].split("\n")[0]
     assert first == ("In short, 2 processes against 1: faster in every repeat at 1024 and 2048; no clear difference at "
-                     "64 and 128. Where the compute-only ideal (below) is known (128 and 2048), the median reached "
+                     "64 and 128. Where the solo-step ideal (below) is known (128 and 2048), the median reached "
                      "76–77 % of it.")
     first = ddp.scaling_summary(_rows({64: (0.8, 0.86, 0.9), 256: (1.4, 1.48, 1.5)}))["text"].split("\n")[0]
     assert first == "In short, 2 processes against 1: faster in every repeat at 256; slower in every repeat at 64."
 
 
-def test_every_batch_whose_share_was_timed_gets_its_compute_only_ideal_not_the_plain_2x():
+def test_every_batch_whose_share_was_timed_gets_its_solo_step_ideal_not_the_plain_2x():
     """Fifth read: at 2048 each process computes 1024 samples, where 1 process is ~1.18× cheaper a sample: ~2.37×."""
     rows = _fifth_read_rows()
     summary = ddp.scaling_summary(rows)
     text = summary["text"]
     assert set(summary["ideal"]) == {128, 2048}  # 1024's share (512) and 64's (32) were not timed
     assert abs(summary["ideal"][2048] - 0.1446 / 0.0616) < 1e-12 and abs(summary["ideal"][128] - 0.01088 / 0.00685) < 1e-12
-    assert "would be 2.35× faster (the compute-only ideal), not 2×; measured 1.80×, 77 % of it" in text
+    assert "would be 2.35× faster (the solo-step ideal), not 2×; measured 1.80×, 77 % of it" in text
     assert "Part of the speedup at 2048 is a baseline effect" in text  # 1 process slower a sample at 2048
     assert "Those differences are not all DDP's" in text  # said beside the comparison between batches
     assert "baseline effect" not in text.split("At batch 128 each of the 2")[1].split("At batch 2048")[0]
@@ -333,7 +333,8 @@ def test_every_batch_whose_share_was_timed_gets_its_compute_only_ideal_not_the_p
     assert "would be 1.59× faster" in text
     # the 1-process baseline is DDP over a group of one (its bucket copy and one-rank all-reduce included):
     # what it lacks is another rank, not an all-reduce
-    assert "computing alone, with no other rank to all-reduce with, 2 processes would be 2.35× faster" in text
+    assert ("stepping as fast as 1 process alone (forward, backward, optimizer step), with no other rank to all-reduce "
+            "with, 2 processes would be 2.35× faster") in text
     assert "below 2× even with no other rank to all-reduce with." in text and "nothing to all-reduce" not in text
     # the gap is taken against 1 process computing one share alone (at 64), not against half the step at 128
     assert "At batch 128 each process computes on 64 samples. 1 process alone took 6.85 ms a step at batch 64; " \
@@ -344,7 +345,7 @@ def test_every_batch_whose_share_was_timed_gets_its_compute_only_ideal_not_the_p
     text = ddp.scaling_summary(rows)["text"]
     assert "Those 2.42 ms are less than one bare all-reduce timed alone (2.84 ms). Why is not measured here" in text \
         and "candidates" not in text
-    # a repeat above the compute-only ideal is said, and not mistaken for a gain
+    # a repeat above the solo-step ideal is said, and not mistaken for a gain
     rows[3]["speedup_max"] = 2.5
     assert "A repeat went above that ideal (2.50×); 3 repeats cannot tell it from timing noise." in \
         ddp.scaling_summary(rows)["text"]
@@ -472,6 +473,10 @@ def test_the_all_reduce_exercise_asks_for_ddps_average_of_r_squared_and_refuses_
     assert 17.5 not in wrong
     for answer in wrong:
         assert not verify("03.allreduce_8", answer)[0], answer
+    # the hint points at the operation, not at which ranks to count (ranks counted from 1 is the mistake to catch)
+    from helpers.ddp.lesson import EXERCISES
+    hint = next(e.hint for e in EXERCISES if e.id == "03.allreduce_8")
+    assert "rank 0" not in hint and "included" not in hint
 
 
 def test_the_sampler_exercises_refuse_the_worked_examples_answers_and_the_classic_mistakes():

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from ..core.plots import finish
-from .scaling import compute_only_ideal, scaling_summary
+from .scaling import solo_step_ideal, scaling_summary
 
 __all__ = ["plot_scaling"]
 
@@ -29,10 +29,10 @@ def plot_scaling(rows: list[dict], label: str = "") -> Figure | None:
     ax[1].errorbar(gb, med, yerr=err, fmt="s-", color="C1", capsize=4,
                    label=f"median of the {rows[0]['repeats']} repeats' speedups (each timed side by side), "
                          "bar = their range")
-    ideal = compute_only_ideal(rows)
+    ideal = solo_step_ideal(rows)
     if ideal:  # where the share B/N was timed: 1 process's step at B over its step at B/N
         ax[1].plot(list(ideal), list(ideal.values()), "D", color="C2", mfc="none", ms=8,
-                   label=f"compute-only ideal: 1 process's step at B / at B/{n}\n(above {n}× where 1 process "
+                   label=f"solo-step ideal: 1 process's step at B / at B/{n}\n(above {n}× where 1 process "
                          f"is slower per sample at B than at B/{n})")
         for b, v in ideal.items():  # each marker named on the figure too, with its value
             ax[1].annotate(f"ideal {v:.2f}×", (b, v), xytext=(-8, 0), textcoords="offset points", ha="right",

@@ -146,7 +146,7 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
 
     groups = {v: [b for b in batches if verdict(b) == v] for v in ("faster", "slower", "unclear")}
     short = {"faster": "faster in every repeat", "slower": "slower in every repeat", "unclear": "no clear difference"}
-    ideal = compute_only_ideal(rows)
+    ideal = solo_step_ideal(rows)
     lines = [_takeaway(by, groups, short, ideal, n), "",
              f"Speedup of {n} processes over 1, per global batch, from {reps} repeats: the median, the interquartile "
              f"range (the middle half of the repeats), all (lowest–highest).",
@@ -215,11 +215,12 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
             "title": title, "ideal": ideal, "text": "\n".join(lines)}
 
 
-def compute_only_ideal(rows: list[dict]) -> dict:
-    """Per global batch B whose share B/N was timed too: the speedup N processes would reach computing alone (03).
+def solo_step_ideal(rows: list[dict]) -> dict:
+    """Per global batch B whose share B/N was timed too: the speedup N processes would reach stepping alone (03).
 
-    Each of the N processes computes on B/N samples; 1 process took ``step_s_1[B/N]`` for that. With no other rank to
-    all-reduce with, and each process as fast as 1 process alone, N processes would take that long a step, so the
+    Each of the N processes steps on B/N samples; 1 process took ``step_s_1[B/N]`` for that whole step (forward,
+    backward, optimizer step). With no other rank to all-reduce with, and each process as fast as 1 process alone,
+    N processes would take that long a step, so the
     ideal is ``step_s_1[B] / step_s_1[B/N]`` = N × (1 process's time per sample at B) / (at B/N): N× only when
     1 process's time per sample is the same at B and at B/N.
     """
@@ -231,14 +232,14 @@ def compute_only_ideal(rows: list[dict]) -> dict:
 def _baseline_lines(by: dict, batches: list[int], n: int, reps: int, ideal: dict, margin: float) -> list[str]:
     """What 1 process's cost per sample at B and at B/N does to the ideal N×, generated from the run (03)."""
     us = {b: 1e6 * by[b]["step_s_1"] / b for b in batches}
-    lines = ["", "Against the compute-only ideal:", "1 process's time per sample (median step / batch): "
+    lines = ["", "Against the solo-step ideal:", "1 process's time per sample (median step / batch): "
              + ", ".join(f"{us[b]:.0f} µs at {b}" for b in batches) + "."]
     for b in batches:
         r, part = by[b], b // n
         if b in ideal:
             line = (f"At batch {b} each of the {n} processes computes on {part} samples, which 1 process did at "
-                    f"{us[part]:.0f} µs a sample against {us[b]:.0f} µs at {b}: computing alone, with no other rank to "
-                    f"all-reduce with, {n} processes would be {ideal[b]:.2f}× faster (the compute-only ideal), not {n}×; "
+                    f"{us[part]:.0f} µs a sample against {us[b]:.0f} µs at {b}: stepping as fast as 1 process alone "
+                    f"(forward, backward, optimizer step), with no other rank to all-reduce with, {n} processes would be {ideal[b]:.2f}× faster (the solo-step ideal), not {n}×; "
                     f"measured {r['speedup']:.2f}×, {100 * r['speedup'] / ideal[b]:.0f} % of it.")
             if ideal[b] > n * (1 + margin):
                 line += (f" Part of the speedup at {b} is a baseline effect: 1 process is slower per sample at {b} "
@@ -255,7 +256,7 @@ def _baseline_lines(by: dict, batches: list[int], n: int, reps: int, ideal: dict
                          f"processes computes on {part} samples there, a batch not timed alone here; {reps} repeats "
                          f"cannot tell it from timing noise.")
     if not ideal:
-        lines.append(f"No batch here has its share (batch / {n}) timed too, so the compute-only ideal is not known; "
+        lines.append(f"No batch here has its share (batch / {n}) timed too, so the solo-step ideal is not known; "
                      f"{n}× assumes that 1 process's time per sample is the same at every batch, which the line "
                      f"above shows it is not.")
     return lines

@@ -14,13 +14,13 @@ def _names(batches: list[int]) -> str:
 
 
 def _takeaway(by: dict, groups: dict, short: dict, ideal: dict, n: int) -> str:
-    """The summary's first line, from the verdicts and the compute-only ideal (03): what the rest details."""
+    """The summary's first line, from the verdicts and the solo-step ideal (03): what the rest details."""
     line = f"In short, {n} processes against 1: " + "; ".join(f"{short[v]} at {_names(bs)}"
                                                              for v, bs in groups.items() if bs) + "."
     if ideal:
         share = sorted(100 * by[b]["speedup"] / ideal[b] for b in ideal)
         span = f"{share[0]:.0f} %" if f"{share[0]:.0f}" == f"{share[-1]:.0f}" else f"{share[0]:.0f}–{share[-1]:.0f} %"
-        line += f" Where the compute-only ideal (below) is known ({_names(sorted(ideal))}), the median reached {span} of it."
+        line += f" Where the solo-step ideal (below) is known ({_names(sorted(ideal))}), the median reached {span} of it."
     return line
 
 
