@@ -354,6 +354,63 @@ def test_batchnorm_membership_without_the_dot_is_refused_at_fc_bn():
     assert not ok and "'fc_bn'" in message and "head 'fc'" in message
 
 
+def _no_return(model, head):                       # right in every effect, but returns None
+    _ref(model, head)
+
+
+def _returns_head(model, head):                    # returns the head it unfroze
+    return _ref(model, head).get_submodule(head)
+
+
+def _returns_copy(model, head):                    # freezes a copy, returns it: the caller's model is untouched
+    import copy
+    return _ref(copy.deepcopy(model), head)
+
+
+@pytest.mark.parametrize("fn", [_no_return, _returns_head, _returns_copy], ids=["none", "head", "copy"])
+def test_freeze_all_but_must_return_the_model_it_was_given(fn):
+    from helpers.core.checks import verify
+    ok, message = verify("07.freeze_all_but", fn)
+    assert not ok and "return model" in message
+
+
+def _head_bn_net():
+    from torch import nn
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                         nn.Flatten(), nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6, affine=False), nn.Linear(6, 3)))
+
+
+def test_frozen_state_counts_buffers_by_the_mode_the_loop_leaves_and_restores_modes():
+    """A parameterless BatchNorm in a trainable head: frozen under freeze_batchnorm_stats (it puts it in eval),
+    not frozen under a loop that keeps the head training, nor under model.train() alone; what is reported frozen
+    does not move in training with the same loop, and the head's statistics do."""
+    def keep_head(m):
+        TR.freeze_batchnorm_stats(m)
+        m[5].train()
+
+    stats = {"running_mean", "running_var", "num_batches_tracked"}
+    for prepare, frozen_bn in ((TR.freeze_batchnorm_stats, {"1", "5.1"}), (keep_head, {"1"}), (None, set())):
+        model = _head_bn_net()
+        model[:5].requires_grad_(False)
+        model.eval()
+        state = TR.frozen_state(model, prepare)
+        assert not any(m.training for m in model.modules())                       # modes restored
+        assert {n.rsplit(".", 1)[0] for n in state if n.rsplit(".", 1)[1] in stats} == frozen_bn
+        assert {"0.weight", "0.bias", "1.weight", "1.bias"} <= set(state) and not any(n.startswith("5.0.") for n in state)
+        opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+        for _ in range(2):
+            model.train()
+            if prepare is not None:
+                prepare(model)
+            opt.zero_grad()
+            model(torch.randn(8, 1, 8, 8)).square().mean().backward()
+            opt.step()
+        assert not _moved(state, model)
+        head_stats_moved = not torch.equal(model.state_dict()["5.1.running_mean"], torch.zeros(6))
+        assert head_stats_moved == (prepare is not TR.freeze_batchnorm_stats)
+
+
 def test_correctness_correlation_and_step_time_verdicts():
     import math
     a, b = torch.tensor([1., 1., 0., 0.]), torch.tensor([1., 1., 0., 1.])

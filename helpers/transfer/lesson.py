@@ -92,7 +92,7 @@ def _frozen_bn_uses_stored_stats(model, head: str) -> str | None:
 
 def _freeze_behaviour(fn: Callable) -> str | None:
     """The student's ``freeze_all_but(model, head)``, called after ``model.train()`` as a training loop would,
-    then two training steps: only the head's parameters and buffers may change, and they must; frozen BatchNorm
+    must return ``model`` itself; then two training steps: only the head's parameters and buffers may change, and they must; frozen BatchNorm
     layers must normalise with their stored statistics. The notebook's ``freeze_batchnorm_stats`` is blocked (07)."""
     from . import recipe
 
@@ -111,7 +111,11 @@ def _judge_freeze(fn: Callable) -> str | None:
         model.train()  # what a training loop does at the start of an epoch
         before = {n: t.detach().clone() for n, t in model.state_dict().items()}
         buffers = {n for n, _ in model.named_buffers()}
-        fn(model, head)
+        returned = fn(model, head)
+        if returned is not model:
+            return tr("07.returns_model", "for {what} (head {head!r}), your function returned {got}, not the model it "
+                      "was given: return model, so that a loop can write model = freeze_all_but(model, head)",
+                      what=what, head=head, got=type(returned).__name__)
         if set(model.state_dict()) != set(before):
             return tr("07.layers_replaced", "for {what} (head {head!r}), the model's state_dict lost or gained entries "
                       "({names}): your function replaced layers (e.g. a BatchNorm by a FrozenBatchNorm2d). A training "

@@ -113,23 +113,6 @@ def make_target_model(pretrained: nn.Module | None, mode: str, num_classes: int 
     return model.to(device)  # the new layers were made on the CPU
 
 
-def frozen_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Copies of every tensor training must not change, by ``state_dict`` name, to compare after training (07).
-
-    Every parameter that does not train, and every buffer of a module none of whose own
-    parameters train (a frozen BatchNorm layer's ``running_mean``, ``running_var`` and
-    ``num_batches_tracked``): ``requires_grad_(False)`` does not stop a BatchNorm layer in
-    training mode from updating those. A buffer of a module without parameters of its own
-    (a BatchNorm layer with ``affine=False``) counts as frozen.
-    """
-    state = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
-    for prefix, module in model.named_modules():
-        if not any(p.requires_grad for p in module.parameters(recurse=False)):
-            for n, b in module.named_buffers(prefix=prefix, recurse=False):
-                state[n] = b.detach().clone()
-    return state
-
-
 def freeze_batchnorm_stats(model: nn.Module) -> nn.Module:
     """Put every BatchNorm layer whose parameters are all frozen in evaluation mode; return ``model`` (07).
 
@@ -142,6 +125,34 @@ def freeze_batchnorm_stats(model: nn.Module) -> nn.Module:
         if isinstance(module, nn.modules.batchnorm._BatchNorm) and not any(p.requires_grad for p in module.parameters()):
             module.eval()
     return model
+
+
+def frozen_state(model: nn.Module,
+                 prepare: Callable[[nn.Module], object] | None = freeze_batchnorm_stats) -> dict[str, torch.Tensor]:
+    """Copies of every tensor training will not change, by ``state_dict`` name, to compare after training (07).
+
+    Every parameter that does not train, and every buffer of a module the training loop leaves in
+    evaluation mode: ``model.train()``, then ``prepare(model)`` (default :func:`freeze_batchnorm_stats`,
+    the course's recipe; ``None`` for a loop that calls ``model.train()`` alone). A BatchNorm layer
+    updates ``running_mean``, ``running_var`` and ``num_batches_tracked`` in training mode only,
+    whatever ``requires_grad_(False)`` says; so a BatchNorm layer in a head that the loop keeps in
+    training mode (even one without parameters, ``affine=False``) is not counted. The modes of
+    ``model`` are restored before returning.
+    """
+    state = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    modes = {m: m.training for m in model.modules()}
+    try:
+        model.train()
+        if prepare is not None:
+            prepare(model)
+        for prefix, module in model.named_modules():
+            if not module.training:
+                for n, b in module.named_buffers(prefix=prefix, recurse=False):
+                    state[n] = b.detach().clone()
+    finally:
+        for m, training in modes.items():
+            m.training = training
+    return state
 
 
 def augmentations(p_flip: float = 0.5) -> dict[str, Callable]:
@@ -166,8 +177,8 @@ def resize_crop_transforms() -> dict[str, Callable]:
     """Resizing and cropping transforms, sized for 8×8 digits (07).
 
     ``Resize`` scales (antialiased), ``CenterCrop`` cuts the middle, ``RandomCrop`` with padding
-    shifts the digit by up to the padding; chained, resize then centre crop is the ImageNet
-    evaluation preset (resize, then crop to the network's input size) at digit scale.
+    shifts the digit by up to the padding; chained, resize then centre crop is the order of the
+    ImageNet evaluation preset (resize to 256, crop 224), here resize to 12, crop 8.
     """
     from torchvision.transforms import v2
 
