@@ -124,7 +124,8 @@ def read_wandb_run(run_dir: str | Path, timeout: float = 30.0) -> dict:
 
 
 def ops_table(averages, sort_by: str = "self_cpu_time_total", rows: int = 8, shapes: bool = False) -> str:
-    """The profiler's top operators, in columns narrow enough not to wrap (at most 107 characters) (05).
+    """The profiler's top events (operators, and ranges such as ``ProfilerStep*``), in columns narrow enough not to
+    wrap (at most 107 characters) (05).
 
     ``averages`` is ``prof.key_averages()`` (with ``group_by_input_shape=True`` for ``shapes``).
     The columns are the event fields of ``FunctionEventAvg``: self and total CPU time, calls, and
@@ -134,8 +135,8 @@ def ops_table(averages, sort_by: str = "self_cpu_time_total", rows: int = 8, sha
     total = sum(e.self_cpu_time_total for e in averages) or 1
     gpu = any(getattr(e, "self_device_time_total", 0) for e in averages)
     longest = max((len(e.key) for e in events), default=0)  # names whole where they fit: 60 columns, 32 beside shapes
-    name_w = max(len("operator"), min(longest, 32 if shapes else 60))
-    head = f"{'operator':<{name_w}}" + (f" {'input shapes (non-empty)':<30}" if shapes else "")
+    name_w = max(len("event"), min(longest, 32 if shapes else 60))
+    head = f"{'event':<{name_w}}" + (f" {'input shapes (non-empty)':<30}" if shapes else "")
     head += f" {'self CPU':>9} {'%':>5} {'CPU total':>10} {'calls':>5}"
     head += f" {'self CUDA':>10}" if gpu else f" {'self mem':>9}"
     lines = [head, "-" * len(head)]
