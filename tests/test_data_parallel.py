@@ -373,7 +373,7 @@ def test_generated_sentences_say_what_the_numbers_say():
     assert "1.40×, is above that bound" in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, False, measured=1.4)
     assert "above that bound" not in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, False, measured=1.3)
     s = D.processes_sentence({1: [10.0, 10.0, 10.0], 2: [7.3, 9.0, 9.5]})
-    assert "0.73×, 0.90×, 0.95×: slower than one DDP process in every round" in s
+    assert "0.730×, 0.900×, 0.950×: slower than one DDP process in every round" in s
     # one round on the other side, or within the margin: no verdict
     assert "no clear difference" in D.processes_sentence({1: [10.0, 10.0, 10.0], 2: [12.0, 12.0, 9.0]})
     assert "no clear difference" in D.processes_sentence({1: [10.0, 10.0, 10.0], 2: [10.2, 12.0, 12.0]})
@@ -424,9 +424,12 @@ def test_probe_sentences_follow_the_rule_and_the_peak():
                                        (128, 1.50, 1.40, 1.66, "faster"), (256, 1.24, 1.21, 1.28, "faster"))]
     assert D.probe_verdict(rows[1]) == "faster in every round"
     v = D.probe_verdict(rows[0])
-    assert v.startswith("no clear difference") and "0.69–1.03×" in v and "the median alone decides nothing" in v
+    assert v.startswith("no clear difference") and "0.690–1.030×" in v and "the median alone decides nothing" in v
     v = D.probe_verdict({**rows[0], "ratios": [0.75, 0.99, 0.79], "speedup_min": 0.75, "speedup_max": 0.99})
     assert "1 of the 3 rounds within 3% of 1×" in v  # why a median of 0.79× gives no verdict
+    # every round printed with 3 decimals, so a reader can check which lie within 3% (1.027 does, 1.031 not)
+    v = D.probe_verdict({**rows[0], "ratios": [1.0274, 1.0312, 1.171], "speedup_min": 1.0274, "speedup_max": 1.171})
+    assert "the rounds ran 1.027×, 1.031×, 1.171×; 1 of the 3 rounds within 3% of 1×" in v
     v = D.probe_verdict({**rows[0], "ratios": [0.8, 1.2, 0.9], "speedup_min": 0.8, "speedup_max": 1.2})
     assert "rounds on both sides of 1×" in v
     s = D.probe_peak_sentence(rows)

@@ -67,7 +67,7 @@ def processes_sentence(rounds: dict, single: list | None = None, margin: float =
                if side != "no clear difference" else
                f"no clear difference from one DDP process (not every round more than {margin:.0%} on one side of 1×)")
     return (f"2 DDP processes vs 1 (one worker: one DDP process on the whole batch), round by round: "
-            + ", ".join(f"{r:.2f}×" for r in ratios) + f": {verdict} ({hardware_label('cpu')})"
+            + ", ".join(f"{r:.3f}×" for r in ratios) + f": {verdict} ({hardware_label('cpu')})"
             + ("" if not single else
                f"\none DDP process ran at {statistics.median(rounds[1]) / statistics.median(single):.2f}× one thread's "
                "median. The same model, batch and SGD step, but the process also runs DDP's hooks, copies its gradients "
@@ -200,7 +200,8 @@ def probe_verdict(row: dict, margin: float = MARGIN, explain: bool = True) -> st
     near = sum(abs(r - 1) <= margin for r in ratios)
     why = (f"{near} of the {len(ratios)} rounds within {margin:.0%} of 1×" if near else
            "rounds on both sides of 1×") if ratios else "not every round on one side"
-    return (f"no clear difference: the rounds ran {row['speedup_min']:.2f}–{row['speedup_max']:.2f}×, {why}"
+    ran = (", ".join(f"{r:.3f}×" for r in ratios) if ratios else f"{row['speedup_min']:.3f}–{row['speedup_max']:.3f}×")
+    return (f"no clear difference: the rounds ran {ran}; {why}"
             + (f". {probe_rule(margin)}" if explain else ""))
 
 
