@@ -19,11 +19,9 @@ The names most notebooks need are importable from ``helpers`` directly.
 """
 import os as _os
 
-# Before torch loads OpenMP: let idle OpenMP threads sleep instead of spinning. With the default
-# (spinning) a kernel whose machine has one core busy elsewhere runs small models 10-50× slower:
-# measured on the course's 2-core reference machine, 3 epochs of DigitsCNN in a Jupyter kernel
-# took 15 s instead of 0.3 s while another process kept one core busy. Set OMP_WAIT_POLICY
-# yourself (before importing torch) to choose otherwise.
+# Before torch loads OpenMP: let idle OpenMP threads sleep instead of spinning, so that they take no
+# CPU that other work needs (00, section 3). Set OMP_WAIT_POLICY yourself (before importing torch)
+# to choose otherwise.
 # OpenMP reads its environment once, when the runtime starts (torch loads it on import): a variable
 # set after that changes nothing. So record whether torch was already imported when this ran (00).
 import sys as _sys  # noqa: E402

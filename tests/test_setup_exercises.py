@@ -276,10 +276,11 @@ def test_cpu_pressure_is_read_from_the_psi_some_total(tmp_path):
 
 def test_cpu_pressure_during_the_runs_is_said_from_the_stall_share():
     waited = lesson.pressure_meaning(300_000, 1.5, steal_ticks=0, cpus=2)       # 0.3 s of 1.5 s: 20 %
-    assert "300.0 ms" in waited and "20.0%" in waited and "may have gone to waiting" in waited, waited
+    assert "300.0 ms" in waited and "20.00%" in waited and "may have gone to waiting" in waited, waited
+    assert "no upper bound" in waited, waited   # the average's caveat in every branch, not only the calm ones
     assert "whose" in waited and "whole system" in waited, waited   # PSI does not attribute the wait
     calm = lesson.pressure_meaning(3_450, 1.15, steal_ticks=0, cpus=2)          # 0.3 %: printed in ms, not "0.00 s"
-    assert "3.5 ms" in calm and "0.3%" in calm, calm
+    assert "3.5 ms" in calm and "0.30%" in calm, calm
     assert "may have gone to waiting" not in calm and "under 1%" in calm, calm
     assert "at most" not in calm, calm   # psi.c: a busy-time-weighted average over CPUs, no bound on the waiting
     assert "per-CPU average" in calm and "no upper bound" in calm and "1/2 of its wait" in calm, calm
@@ -288,7 +289,12 @@ def test_cpu_pressure_during_the_runs_is_said_from_the_stall_share():
     assert "no upper bound" not in one and "that CPU's own" in one, one
     small_steal = lesson.pressure_meaning(15_000, 1.0, steal_ticks=0, cpus=2)   # 1.5 %: not small, and named
     assert "may have gone to waiting" in small_steal, small_steal
-    assert "PSI's share (1.5%) is not small; steal's is 0.0%" in small_steal, small_steal
+    assert "PSI's share (1.50%) is not small (1% or more); steal's is 0.00%" in small_steal, small_steal
+    near = lesson.pressure_meaning(10_040, 1.0, steal_ticks=0, cpus=2)   # 1.004 %: printed so it reads as over 1%
+    assert "(1.00%) is not small" in near, near
+    assert "(1.00%) is not small" in lesson.pressure_meaning(9_960, 1.0, steal_ticks=0, cpus=2)   # judged as printed
+    assert "0.99%" in lesson.pressure_meaning(9_940, 1.0, steal_ticks=0, cpus=2) and "under 1%" in \
+        lesson.pressure_meaning(9_940, 1.0, steal_ticks=0, cpus=2)
 
 
 def test_steal_time_is_read_from_proc_stat_and_said_beside_psi(tmp_path):
@@ -299,9 +305,9 @@ def test_steal_time_is_read_from_proc_stat_and_said_beside_psi(tmp_path):
     f.write_text("cpu  1 2 3 4 5 6 7\n")                         # a kernel without the steal column
     assert readings.cpu_steal_total(str(f)) is None
     stolen = lesson.pressure_meaning(3_000, 1.0, steal_ticks=10, hz=100, cpus=2)   # 0.1 s of 2 CPU-s: 5 %
-    assert "100 ms" in stolen and "5.0%" in stolen and "PSI does not count" in stolen, stolen
+    assert "100 ms" in stolen and "5.00%" in stolen and "PSI does not count" in stolen, stolen
     assert "under 1%" not in stolen and "may have gone to waiting" in stolen, stolen   # PSI small, steal not
-    assert "steal's share (5.0%) is not small; PSI's is 0.3%" in stolen, stolen
+    assert "steal's share (5.00%) is not small (1% or more); PSI's is 0.30%" in stolen, stolen
     unknown = lesson.pressure_meaning(3_000, 1.0, steal_ticks=None)
     assert "not read here" in unknown and "not known" in unknown, unknown
     assert "both shares" not in unknown and "at most" not in unknown, unknown   # the small share is only this kernel's
@@ -317,8 +323,15 @@ def test_a_rise_in_validation_loss_is_called_overfitting_only_above_its_noise():
     val = [1.0, 0.5, 0.1, 0.12, 0.1 + sum(noisy) / 270 - sum(at_lowest) / 270]
     text = readings.overfitting_verdict(train_loss, val, at_lowest, noisy)
     assert "within 2 standard errors" in text and "no rise in validation loss after epoch 3" in text, text
-    assert "consistent with" not in text and "gap between training and validation loss" in text, text
+    assert "consistent with" not in text and "separate matter" not in text, text   # §5.2's overfitting is the gap
     assert "lowest of 5 on these same samples" in text, text   # the pick's bias, said in both branches
+    # with the gap given: §5.2 defines overfitting by it, said from the numbers next to the noise test
+    text = readings.overfitting_verdict(train_loss, val, at_lowest, noisy, fit=(val[-1] / 17, 1.0), val_acc=0.97)
+    assert "no rise in validation loss after epoch 3" in text and "§5.2" in text, text
+    assert "17× the training loss (more than 2×: overfitting in loss terms" in text, text
+    assert "in accuracy it is 0.030 (1.000 on the training set, 0.970 on validation)" in text, text
+    close = readings.overfitting_verdict(train_loss, val, at_lowest, noisy, fit=(val[-1] / 1.5, 0.99), val_acc=0.97)
+    assert "1.5× the training loss" in close and "overfitting in loss terms" not in close, close
     # the same mean rise with every sample worse by about as much: far above its standard error
     steady = [v + 0.01 + rng.gauss(0, 0.001) for v in at_lowest]
     text = readings.overfitting_verdict(train_loss, val, at_lowest, steady)

@@ -248,18 +248,18 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
     system's (a container's host's or VM's). Time a virtual machine's CPUs spent in other operating systems (steal,
     ``steal_ticks`` of ``1/hz`` s summed over ``cpus``; None where it was not read) is not in it and is said beside
     it."""
-    share = stalled_us / 1e6 / wall_s if wall_s > 0 else 0.0
+    share = round(stalled_us / 1e6 / wall_s, 4) if wall_s > 0 else 0.0   # as printed, so 1% is judged as shown
     head = (f"during the timed runs ({wall_s:.2f} s), PSI's CPU \"some\" time (a per-CPU average, weighted by each "
-            f"CPU's busy time) grew by {stalled_us / 1e3:.1f} ms ({share:.1%} of the time; Linux CPU pressure, "
+            f"CPU's busy time) grew by {stalled_us / 1e3:.1f} ms ({share:.2%} of the time; Linux CPU pressure, "
             f"/proc/pressure/cpu, whole system, these runs' threads and any other work alike)")
     if steal_ticks is None:
         steal_share = None
         head += ("; steal time, which PSI does not count (a virtual machine's CPUs running other operating "
                  "systems), is not read here (no /proc/stat steal column)")
     else:
-        steal_share = steal_ticks / hz / (wall_s * cpus) if wall_s > 0 else 0.0
+        steal_share = round(steal_ticks / hz / (wall_s * cpus), 4) if wall_s > 0 else 0.0
         head += (f"; this machine's {cpus} CPU(s) spent {steal_ticks / hz * 1e3:.0f} ms in other operating systems "
-                 f"(steal time, /proc/stat, counted in ticks of {1e3 / hz:.0f} ms; {steal_share:.1%} of their time), "
+                 f"(steal time, /proc/stat, counted in ticks of {1e3 / hz:.0f} ms; {steal_share:.2%} of their time), "
                  f"which PSI does not count")
     average = (f"PSI's share is an average over the CPUs, not the time in which some task waited: with {cpus} "
                f"CPUs busy alike, a task waiting on one of them adds 1/{cpus} of its wait, so the share is no upper "
@@ -270,12 +270,13 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
     if share < 0.01 and steal_share is None:
         return (f"{head}: PSI's share is under 1%; {average}; what a hypervisor took, if any, is not known")
     if steal_share is None:
-        big = f"PSI's share ({share:.1%}) is not small"
+        big = f"PSI's share ({share:.2%}) is not small (1% or more)"
     elif share >= 0.01 and steal_share >= 0.01:
-        big = f"neither share is small (PSI's {share:.1%}, steal's {steal_share:.1%})"
+        big = f"neither share is small (1% or more: PSI's {share:.2%}, steal's {steal_share:.2%})"
     elif share >= 0.01:
-        big = f"PSI's share ({share:.1%}) is not small; steal's is {steal_share:.1%}"
+        big = f"PSI's share ({share:.2%}) is not small (1% or more); steal's is {steal_share:.2%}"
     else:
-        big = f"steal's share ({steal_share:.1%}) is not small; PSI's is {share:.1%}"
-    return (f"{head}: {big}, so some of the runs' time may have gone to waiting for a CPU rather than computing; "
-            f"neither count says whose tasks waited, so which thread count it slowed is not known")
+        big = f"steal's share ({steal_share:.2%}) is not small (1% or more); PSI's is {share:.2%}"
+    return (f"{head}: {big}, so some of the runs' time may have gone to waiting for a CPU rather than "
+            f"computing; neither count says whose tasks waited, so which thread count it slowed is not known; "
+            f"{average}")

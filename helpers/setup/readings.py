@@ -38,20 +38,34 @@ def sample_losses(model, loader) -> list[float]:
 
 
 def overfitting_verdict(train_loss: list[float], val_loss: list[float], at_lowest: list[float],
-                        at_last: list[float], spread: float = 2.0) -> str:
+                        at_last: list[float], spread: float = 2.0, fit: tuple[float, float] | None = None,
+                        val_acc: float | None = None) -> str:
     """Section 5's reading of a rise in validation loss after its lowest epoch, generated from the numbers (00).
 
     ``at_lowest`` and ``at_last``: each validation sample's loss under the weights of the lowest-validation epoch
     and of the last. The rise (their mean difference) is set against its standard error over the samples (the
     standard deviation of the per-sample differences / sqrt(n): paired, the same samples scored twice). Only a rise
     above ``spread`` standard errors, with the training loss lower at the last epoch than at the lowest, is called
-    consistent with the start of overfitting; a smaller rise is said to be within noise."""
+    consistent with the start of overfitting; a smaller rise is said to be within noise. With ``fit`` (the final
+    weights' loss and accuracy on the training set) and ``val_acc`` (the last epoch's), the gap itself is said too:
+    Deep Learning §5.2 defines overfitting as too large a gap between training and test error, and a validation
+    loss more than twice the training loss is called overfitting in loss terms."""
     import math
     import statistics
 
     best, last = min(range(len(val_loss)), key=val_loss.__getitem__), len(val_loss) - 1
+    gap = ""
+    if fit is not None and val_acc is not None:
+        ratio = val_loss[last] / fit[0] if fit[0] > 0 else math.inf
+        gap = (f". The gap itself: Deep Learning, §5.2 (https://www.deeplearningbook.org/contents/ml.html) defines "
+               f"overfitting as too large a gap between training and test error; in loss it is "
+               f"{val_loss[last] - fit[0]:.3g} here, the validation loss {ratio:.{0 if ratio >= 10 else 1}f}× the training "
+               f"loss"
+               + (" (more than 2×: overfitting in loss terms by that definition)" if ratio > 2 else "")
+               + f", while in accuracy it is {fit[1] - val_acc:.3f} ({fit[1]:.3f} on the training set, {val_acc:.3f}"
+               f" on validation)")
     if best == last:
-        return f"the validation loss is lowest at the last epoch ({last + 1}): no rise to judge"
+        return f"the validation loss is lowest at the last epoch ({last + 1}): no rise to judge{gap}"
     if len(at_lowest) != len(at_last) or len(at_last) < 2:
         raise ValueError("at_lowest and at_last must hold the losses of the same samples (two or more)")
     diffs = [b - a for a, b in zip(at_lowest, at_last)]
@@ -64,16 +78,15 @@ def overfitting_verdict(train_loss: list[float], val_loss: list[float], at_lowes
     if rise <= spread * se:
         return (f"{head}: within {spread:g} standard errors, a rise that the choice of validation samples alone "
                 f"could make, so this run shows no rise in validation loss after epoch {best + 1} that its validation "
-                f"set can tell from noise ({picked}); the gap between training and validation loss is a separate "
-                f"matter (Deep Learning, §5.2: https://www.deeplearningbook.org/contents/ml.html)")
+                f"set can tell from noise ({picked}){gap}")
     if train_loss[last] < train_loss[best]:
         return (f"{head}: more than {spread:g}, while the training loss fell ({train_loss[best]:.3g} at epoch "
                 f"{best + 1}, {train_loss[last]:.3g} at the last): consistent with the start of overfitting, a gap "
                 f"that grows (Deep Learning, §5.2: https://www.deeplearningbook.org/contents/ml.html). This standard "
                 f"error counts only which samples were drawn for validation, not how another training run would "
-                f"bounce, and {picked}")
+                f"bounce, and {picked}{gap}")
     return (f"{head}: more than {spread:g}, but the training loss did not fall after epoch {best + 1}, so this is not "
-            f"the pattern of overfitting (training loss falling while validation loss rises)")
+            f"the pattern of overfitting (training loss falling while validation loss rises){gap}")
 
 
 def openmp_runtime() -> str | None:
