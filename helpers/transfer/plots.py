@@ -61,8 +61,10 @@ def plot_flip_per_class(per_class: dict[int, tuple[float, float]], label: str = 
     """Per digit: accuracy on normal vs mirrored test images (07)."""
     fig, ax = plt.subplots(figsize=(8.5, 3))
     digits = list(per_class)
-    ax.bar([d - 0.2 for d in digits], [per_class[d][0] for d in digits], 0.4, label="as they are")
-    ax.bar([d + 0.2 for d in digits], [per_class[d][1] for d in digits], 0.4, label="mirrored left–right")
+    for i, (dx, name) in enumerate(((-0.2, "as they are"), (0.2, "mirrored left–right"))):
+        acc = [per_class[d][i] for d in digits]
+        bars = ax.bar([d + dx for d in digits], acc, 0.4, label=name)
+        ax.bar_label(bars, ["0" if round(a, 2) == 0 else "" for a in acc], fontsize=8)  # a zero bar is not missing
     ax.set(xticks=digits, xlabel="digit", ylabel="test accuracy", ylim=(0, 1.02),
            title="the same model on the test digits, as they are and mirrored")
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars, never on them
