@@ -129,8 +129,9 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
     """What the measured speedups say, in sentences generated from them (03): for the text and the plot title.
 
     Per batch: N processes faster than 1 in every repeat (the lowest repeat above ``1 + margin``), slower in
-    every repeat (the highest below ``1 / (1 + margin)``), or no clear difference, printed beside how many repeats
-    were faster and slower, the interquartile range, and why a median that says faster got no such verdict.
+    every repeat (the highest below ``1 / (1 + margin)``), mostly faster (or slower) in at least 3 in 4 repeats,
+    or no clear difference, printed beside how many repeats were faster and slower, the interquartile range, and
+    why a verdict is no stronger.
     Between batches: every pair (not only neighbours) whose ranges of repeats do not overlap, the others named.
     """
     by = {r["global_batch"]: r for r in rows}
@@ -139,19 +140,33 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
     worst = min(batches, key=lambda b: by[b]["speedup"])
     n, reps = rows[0]["processes"], rows[0]["repeats"]
 
+    def counts(b: int) -> tuple[int, int]:
+        return (sum(x > 1 + margin for x in by[b]["speedups"]), sum(x < 1 / (1 + margin) for x in by[b]["speedups"]))
+
     def verdict(b: int) -> str:
         if by[b]["speedup_min"] > 1 + margin:
             return "faster"
-        return "slower" if by[b]["speedup_max"] < 1 / (1 + margin) else "unclear"
+        if by[b]["speedup_max"] < 1 / (1 + margin):
+            return "slower"
+        up, down = counts(b)
+        k = len(by[b]["speedups"])
+        return "mostly faster" if 4 * up >= 3 * k else "mostly slower" if 4 * down >= 3 * k else "unclear"
 
-    groups = {v: [b for b in batches if verdict(b) == v] for v in ("faster", "slower", "unclear")}
-    short = {"faster": "faster in every repeat", "slower": "slower in every repeat", "unclear": "no clear difference"}
+    def label(b: int) -> str:  # a "mostly" verdict carries its count of repeats
+        v, k = verdict(b), len(by[b]["speedups"])
+        short = {"faster": "faster in every repeat", "slower": "slower in every repeat", "unclear": "no clear difference"}
+        return short[v] if v in short else f"{v} ({max(counts(b))} of {k} repeats)"
+
+    order = ("faster", "slower", "mostly faster", "mostly slower", "unclear")
+    groups: dict[str, list[int]] = {}
+    for b in sorted(batches, key=lambda b: (order.index(verdict(b)), b)):
+        groups.setdefault(label(b), []).append(b)
     ideal = solo_step_ideal(rows)
-    lines = [_takeaway(by, groups, short, ideal, n), "",
+    lines = [_takeaway(by, groups, ideal, n), "",
              f"Speedup of {n} processes over 1, per global batch, from {reps} repeats: the median, the interquartile "
              f"range (the middle half of the repeats), all (lowest–highest).",
              f"A repeat counts as faster above {1 + margin:.2f}×, slower below {1 / (1 + margin):.2f}×; the verdict calls "
-             f"a batch faster (or slower) only when every repeat is."]
+             f"a batch faster (or slower) only when every repeat is, mostly faster (or slower) when at least 3 in 4 are."]
     for b in batches:
         lines += _batch_lines(by[b], verdict(b), margin)
     apart, close = {}, []
@@ -174,7 +189,7 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
                      "the batches' speedups apart.")
     if moves and close:
         lines.append(f"The ranges overlap for {', '.join(close)}: this run cannot tell those apart.")
-    title = f"{n} vs 1 process: " + "; ".join(f"{short[v]} at {_names(bs)}" for v, bs in groups.items() if bs)
+    title = f"{n} vs 1 process: " + "; ".join(f"{v} at {_names(bs)}" for v, bs in groups.items())
     title += "\nspeedup " + ("; ".join(moves) if moves else "not told apart between any two batches")
     ar_ms = rows[0]["allreduce_s"] * 1e3
     share = ", ".join(f"{100 * rows[0]['allreduce_s'] / by[b]['step_s_n']:.0f} % at {b}" for b in batches)

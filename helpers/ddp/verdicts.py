@@ -13,10 +13,9 @@ def _names(batches: list[int]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def _takeaway(by: dict, groups: dict, short: dict, ideal: dict, n: int) -> str:
+def _takeaway(by: dict, groups: dict, ideal: dict, n: int) -> str:
     """The summary's first line, from the verdicts and the solo-step ideal (03): what the rest details."""
-    line = f"In short, {n} processes against 1: " + "; ".join(f"{short[v]} at {_names(bs)}"
-                                                             for v, bs in groups.items() if bs) + "."
+    line = f"In short, {n} processes against 1: " + "; ".join(f"{v} at {_names(bs)}" for v, bs in groups.items()) + "."
     if ideal:
         share = sorted(100 * by[b]["speedup"] / ideal[b] for b in ideal)
         span = f"{share[0]:.0f} %" if f"{share[0]:.0f}" == f"{share[-1]:.0f}" else f"{share[0]:.0f}–{share[-1]:.0f} %"
@@ -31,13 +30,15 @@ def _batch_lines(r: dict, verdict: str, margin: float) -> list[str]:
     up, down, k = sum(x > 1 + margin for x in s), sum(x < 1 / (1 + margin) for x in s), len(s)
     head = (f"  batch {r['global_batch']}: median {med:.2f}×, interquartile {q1:.2f}–{q3:.2f}×, all {r['speedup_min']:.2f}–"
             f"{r['speedup_max']:.2f}×; faster in {up} of {k} repeats, slower in {down} of {k}")
-    if verdict != "unclear":
+    if verdict in ("faster", "slower"):
         return [head, f"    verdict: {n} processes {verdict} than 1 in every repeat"]
+    if verdict != "unclear":
+        edge = (f"the lowest {r['speedup_min']:.3f}×, not above {1 + margin:.2f}×" if verdict == "mostly faster" else
+                f"the highest {r['speedup_max']:.3f}×, not below {1 / (1 + margin):.2f}×")
+        return [head, f"    verdict: {n} processes {verdict} than 1 (at least 3 in 4 repeats), not in every repeat: {edge}"]
     if med > 1 + margin or med < 1 / (1 + margin):
-        way, odd, edge = ("faster", k - up, f"the lowest {r['speedup_min']:.3f}×, not above {1 + margin:.2f}×") \
-            if med > 1 else ("slower", k - down, f"the highest {r['speedup_max']:.3f}×, not below {1 / (1 + margin):.2f}×")
-        why = (f"the median says {way}, but the verdict asks all {k} repeats to be {way} and {odd} "
-               f"{'was' if odd == 1 else 'were'} not ({edge})")
+        way, got = ("faster", up) if med > 1 else ("slower", down)
+        why = f"the median says {way}, but {got} of {k} repeats {'was' if got == 1 else 'were'} {way}: fewer than 3 in 4"
     else:
         why = f"the median is within {100 * margin:.0f} % of 1×"
     return [head, f"    verdict: no clear difference: {why}"]
