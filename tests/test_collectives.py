@@ -415,6 +415,38 @@ def test_all_to_all_falls_back_to_point_to_point_where_the_backend_lacks_it():
     assert [vals for _, vals in res] == [[10.0 * j + r for j in range(3)] for r in range(3)]
 
 
+def recipe_ring_with_its_batches_recorded(rank, world_size):
+    """The recipe's ring all-reduce, each batch_isend_irecv call and each lone send/recv recorded (module level)."""
+    import torch.distributed as dist
+
+    from helpers.collectives import MessageLog, ring_all_reduce, waited_before_receiving
+    batches, original = [], dist.batch_isend_irecv
+
+    def recorded(ops):
+        batches.append([(op.op.__name__, op.peer) for op in ops])
+        return original(ops)
+
+    dist.batch_isend_irecv = recorded
+    try:
+        t = torch.arange(10.0) + 100 * rank
+        with MessageLog() as log:
+            ring_all_reduce(t)
+    finally:
+        dist.batch_isend_irecv = original
+    return batches, len(log.sent), len(log.received), waited_before_receiving(log), t.tolist()
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_each_ring_step_posts_its_send_and_its_receive_together_in_one_batch(n):
+    # under nccl a send posted alone may wait for its receiver, whose own receive waits behind its send (2 ranks: one peer)
+    from helpers.dist import launch
+    res = launch(recipe_ring_with_its_batches_recorded, nprocs=n, verbose=False)
+    for rank, (batches, sent, received, waited, t) in enumerate(res):
+        assert batches == [[("isend", (rank + 1) % n), ("irecv", (rank - 1) % n)]] * (2 * (n - 1))
+        assert sent == received == 2 * (n - 1) and waited is None   # every message in those batches, none waited on first
+        assert t == [n * v + 100 * sum(range(n)) for v in range(10)]
+
+
 def test_the_sweep_fits_the_step_over_every_size_and_keeps_each_size_s_worst_time():
     from helpers.collectives import run_sweep
     sizes = (2**10, 2**12, 2**14)

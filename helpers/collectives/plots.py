@@ -287,11 +287,13 @@ def plot_scratch_ddp(res: dict, label: str = "") -> Figure | None:
     bars = ax.bar(names, [1e3 * res["step_s"][v] for v in names], color=["gray"] + ["C0"] * (len(names) - 1),
                   yerr=spread, capsize=4, ecolor="black")
     tops = {v: 1e3 * (max(rounds[v]) if rounds else res["step_s"][v]) for v in names}
-    for bar, v in zip(bars, names):
-        ax.text(bar.get_x() + bar.get_width() / 2, tops[v], f"{res['ratio'][v]:.2f}×\nΔ={res['max_abs_diff'][v]:.0e}",
-                ha="center", va="bottom", fontsize=9)
+    for bar, v in zip(bars, names):  # over DDP's: one ratio, or with rounds the lowest and highest round's
+        q = sorted(x / y for x, y in zip(rounds[v], rounds["ddp"])) if rounds else [res["ratio"][v]] * 2
+        ax.text(bar.get_x() + bar.get_width() / 2, tops[v], f"×{q[0]:.2f}–×{q[-1]:.2f}\nΔ={res['max_abs_diff'][v]:.0e}"
+                if rounds else f"{q[0]:.2f}×\nΔ={res['max_abs_diff'][v]:.0e}", ha="center", va="bottom", fontsize=9)
     title = "DDP rebuilt from hooks: step time (× DDP's)" if not rounds else \
-        f"DDP rebuilt from hooks: step time, best of {len(rounds['ddp'])} rounds (× DDP's)\nline: up to the slowest round"
+        (f"DDP rebuilt from hooks: step time, best of {len(rounds['ddp'])} rounds; line: up to the slowest round\n"
+         "× DDP's within a round, lowest–highest round")
     ax.set(ylabel="ms per training step", title=title + ("; " if rounds else "\n") + "Δ = max |parameters − DDP's|")
     ax.set_ylim(0, 1.35 * max(tops.values()))
     ax.grid(alpha=0.3, axis="y")
