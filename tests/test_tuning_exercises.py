@@ -291,6 +291,21 @@ def test_the_right_trainable_passes():
         assert verify("04.trainable", reports_what_training_returned)[0]
 
 
+def test_train_epoch_returns_the_score_the_exercise_says():
+    """Exercise 5 says config["train_epoch"]() returns config["x"] * epoch: reporting what it returns is right."""
+    seen = []
+
+    def compares(config):
+        from ray import tune
+
+        for epoch in range(1, 4):
+            seen.append((config["train_epoch"](), config["x"] * epoch))
+            tune.report({"score": config["x"] * epoch})
+
+    assert verify("04.trainable", compares)[0]
+    assert len(seen) == 9 and all(got == pytest.approx(said) for got, said in seen), seen
+
+
 @pytest.mark.parametrize("wrong", [trains_all_then_reports, reports_before_training, never_trains], ids=lambda f: f.__name__)
 def test_a_report_out_of_step_with_training_is_refused(wrong):
     """The right scores, reported all after training or before each epoch trains: refused, with the order said."""
