@@ -161,6 +161,9 @@ def test_gil_by_rounds_says_no_clear_difference_when_the_rounds_straddle_one():
             {"batch_per_thread": 16, "ratios": [0.78, 1.4]}, {"batch_per_thread": 64, "ratios": [1.2, 1.0]},
             {"batch_per_thread": 256, "ratios": [0.99, 0.98]}]
     assert D.gil_by_rounds(rows) == {"faster": [4], "slower": [1], "no clear difference": [16, 64, 256]}
+    # the rule printed beside it (third read): 16's rounds are both beyond 3%, on either side, so "within 3%" is not it
+    assert D.verdict_rule() == "a verdict only when every round is more than 3% beyond 1× on the same side"
+    assert D.verdict_rule() in D.probe_rule()
 
 
 def test_tracker_counts_a_saved_view_by_the_bytes_it_spans():

@@ -16,8 +16,8 @@ NOTEBOOK = "02_data_parallel"
 
 EXERCISES = [
     Exercise("02.gpus_idle_6_on_4", "int", digest="cd0d9dbc98e75c11a68faea66f39c24e0d221c338576a66acfb563f67e2f7d9c",
-             hint="Section 2 names the function scatter cuts the batch with. Apply its documented rule for the "
-                  "size of each chunk to this batch, count the chunks it gives, and then the replicas DataParallel "
+             hint="Section 2 names the function scatter cuts the batch with. Apply its documented behaviour and "
+                  "examples to this batch, count the chunks it gives, and then the replicas DataParallel "
                   "runs on them.",
              why="torch.chunk makes chunks of ceil(n / k) rows, so it can return fewer than k: DataParallel then "
                  "runs only as many replicas as there are chunks."),

@@ -9,7 +9,7 @@ from .memory import largest_batches
 from .speed import MARGIN, _side, amdahl_cap
 
 __all__ = ["throughput_lines", "amdahl_sentence", "processes_sentence", "memory_sentences", "forward_sentence",
-           "probe_vs_cut_sentence", "probe_verdict", "probe_rule", "probe_peak_sentence", "section4_takeaway"]
+           "probe_vs_cut_sentence", "probe_verdict", "probe_rule", "verdict_rule", "probe_peak_sentence", "section4_takeaway"]
 
 
 def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
@@ -183,10 +183,14 @@ def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int) -> st
             "each part adds is not split up here")
 
 
+def verdict_rule(margin: float = MARGIN) -> str:
+    """When section 4's rounds give a verdict, in words (the rule ``_side`` applies) (02)."""
+    return f"a verdict only when every round is more than {margin:.0%} beyond 1× on the same side"
+
+
 def probe_rule(margin: float = MARGIN) -> str:
     """The rule the probe's verdicts follow, said once (02)."""
-    return (f"The rule gives a verdict only when every round is more than {margin:.0%} beyond 1× on the same side, so "
-            "the median alone decides nothing")
+    return f"The rule gives {verdict_rule(margin)}, so the median alone decides nothing"
 
 
 def probe_verdict(row: dict, margin: float = MARGIN, explain: bool = True) -> str:
