@@ -550,6 +550,56 @@ def test_gap_lines_outside_estimate_is_the_printed_figures_difference():
     assert "(its time outside its compute, its messages included): +10.0" in text
 
 
+def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot():
+    def row(m, step, f, b, msg=None):
+        r = {"microbatches": m, "microbatch_rows": 64 // m, "step_s": step, "step_rounds": [step] * 3,
+             "step_range": (step, step), "compute_rounds": [[{"F": f, "B": b}] * 3] * 2}
+        if msg is not None:
+            r["message_s"] = [msg]
+        return r
+    # m = 1: 100 + 100 ms per stage (400 ms), step 420 ms: 20 ms outside, less two 1 ms messages: +18.0; m = 4's bound
+    # step 250 ms, the pieces as at m = 1 (+0.0), messages +2.0 (the 2) to +8.0 (all 8); a +1 ms gap is overshot,
+    # even by the pieces and the messages alone
+    naive = row(1, 0.420, 0.1, 0.1, msg=0.001)
+    text = P.gap_lines([naive, row(4, 0.251, 0.1, 0.1, msg=0.001)])
+    assert "together +20.0 to +26.0 ms, against the gap's +1 ms; the gap less them: -25.0 to -19.0 ms" in text
+    assert text.splitlines()[-1] == "the estimates together overshoot the gap at m = 4 (by 19.0 to 25.0 ms)"
+    # m = 8: bound's step 225 ms, a +5 ms gap, messages +1.0 to +8.0: overshot with the outside term (+19.0 to +26.0),
+    # spanned by the pieces and the messages alone
+    text = P.gap_lines([naive, row(4, 0.251, 0.1, 0.1, msg=0.001), row(8, 0.230, 0.1, 0.1, msg=0.0005)])
+    assert text.splitlines()[-1] == (
+        "the estimates together overshoot the gap at m = 4, 8 (by 14.0 to 25.0 ms); at m = 8 the pieces and the "
+        "messages alone span the gap: by these estimates, the step's parts outside its compute added less there "
+        "than m = 1's +18.0 ms")
+    # a gap beyond every estimate: short of it, never called explained
+    text = P.gap_lines([naive, row(4, 0.300, 0.1, 0.1, msg=0.001)])
+    assert "the gap less them: +24.0 to +30.0 ms" in text
+    assert "fall short of the gap at m = 4 (by 24.0 to 30.0 ms)" in text and "explain" not in text
+    # messages not timed: one figure; a gap within the range is said so
+    naive.pop("message_s")
+    text = P.gap_lines([naive, row(4, 0.270, 0.1, 0.1)])
+    assert "together +20.0 ms, against the gap's +20 ms; the gap less them: +0.0 ms" in text
+    assert text.splitlines()[-1] == "at m = 4 the gap lies within the estimates' range"
+    text = P.gap_lines([naive, row(4, 0.271, 0.1, 0.1)])   # one figure: "by 1.0 ms", not "by 1.0 to 1.0 ms"
+    assert text.splitlines()[-1].startswith("the estimates together fall short of the gap at m = 4 (by 1.0 ms): ")
+
+
+def test_a_speedup_above_the_piece_cost_prediction_is_said_with_the_pieces_inside_the_step():
+    def row(m, step, f, b):
+        return {"microbatches": m, "microbatch_rows": 64 // m, "step_s": step, "step_rounds": [step] * 3,
+                "step_range": (step * 0.99, step * 1.01), "ideal_speedup": P.ideal_speedup(m),
+                "compute_rounds": [[{"F": f, "B": b}] * 3] * 2}
+    costs = [{"microbatches": 1, "cost_vs_m1": 1.0, "cost_range": (0.99, 1.01)},
+             {"microbatches": 4, "cost_vs_m1": 1.3, "cost_range": (1.28, 1.32)}]
+    # bound 1.6 ÷ 1.3 predicts 1.23×; the step, 0.25 s for 0.4 s of compute, gives 1.6×, with the pieces ×1.00 inside
+    text = P.piece_model_lines([row(1, 0.42, 0.1, 0.1), row(4, 0.25, 0.1, 0.1)], costs)
+    assert "above it" in text and text.splitlines()[-1] == (
+        "at m = 4 the measured speedup is above the prediction beyond the spread of the rounds: the step was shorter "
+        "than the piece cost timed on one stage alone predicts; inside the step the pieces took ×1.00 m = 1's time at "
+        "m = 4, against ×1.30 alone")
+    assert "above the prediction" not in P.piece_model_lines([row(1, 0.42, 0.1, 0.1), row(4, 0.33, 0.1, 0.1)], costs)
+
+
 def test_held_micro_batches_are_said_as_rows_of_the_batch():
     lib = [{"schedule": "gpipe", "microbatches": m, "peak_live": [m, m]} for m in (1, 2, 8)] + \
           [{"schedule": "1f1b", "microbatches": m, "peak_live": [2, 1]} for m in (2, 8)]

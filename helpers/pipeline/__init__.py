@@ -1,10 +1,11 @@
 """Notebook 01, model parallelism and pipelining: the recipe, its instruments, their plots and tables.
 
-``from helpers.pipeline import …`` gives every public name of the six modules.
+``from helpers.pipeline import …`` gives every public name of the seven modules.
 """
 from .instruments import *  # noqa: F401,F403
 from .library import *  # noqa: F401,F403
 from .bounds import *  # noqa: F401,F403
+from .gaps import *  # noqa: F401,F403
 from .plots import *  # noqa: F401,F403
 from .tables import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403

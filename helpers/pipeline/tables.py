@@ -89,7 +89,7 @@ def piece_model_lines(rows: list[dict], costs: list[dict]) -> str:
              + ("m = 1's compute ÷ the measured step (the bound's numerator is m = 1's compute, "
                 f"{compute_ms(rows[0])} of its {1e3 * rows[0]['step_s']:.0f} ms)" if staged else "the measured speedup")
              + "; each range takes m = 1's rounds at their fastest and slowest too:"]
-    short = []
+    short, above = [], []
     for r in rows[1:]:
         c = cost.get(r["microbatches"])
         if c is None:
@@ -100,6 +100,8 @@ def piece_model_lines(rows: list[dict], costs: list[dict]) -> str:
         verdict = ("short of it" if mhi < plo else "above it" if mlo > phi else "within the spread (the ranges overlap)")
         if mhi < plo:
             short.append(r["microbatches"])
+        elif mlo > phi:
+            above.append((r["microbatches"], c["cost_vs_m1"], _slowdown(r, rows[0]) if staged else None))
         lines.append(f"m = {r['microbatches']:>2}: predicted {ideal / c['cost_vs_m1']:.2f}× ({plo:.2f}–{phi:.2f}), "
                      f"measured {c1 / r['step_s']:.2f}× ({mlo:.2f}–{mhi:.2f}): {verdict}")
     if short:
@@ -115,6 +117,11 @@ def piece_model_lines(rows: list[dict], costs: list[dict]) -> str:
                      + (f" (by the medians it is lower at m = {', '.join(map(str, lower))})" if lower else "")
                      + f": this run cannot tell whether the piece costs explain all of the gap to the {'bound' if staged else 'ideal'} "
                      "or only part")
+    if above:
+        lines.append(f"at m = {', '.join(str(m) for m, _, _ in above)} the measured speedup is above the prediction beyond "
+                     "the spread of the rounds: the step was shorter than the piece cost timed on one stage alone predicts"
+                     + ("; inside the step the pieces took " + ", ".join(f"×{k:.2f} m = 1's time at m = {m}, against ×{c:.2f} alone"
+                                                                       for m, c, k in above) if staged else ""))
     return "\n".join(lines)
 
 

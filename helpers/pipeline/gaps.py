@@ -1,0 +1,115 @@
+"""Notebook 01's gap between each step and the bound's step, beside measured estimates of its parts, in ms (01)."""
+from __future__ import annotations
+
+import statistics
+
+from .bounds import _compute, _slowdown, bound_step, compute_ms, stage_costs
+from .instruments import ideal_speedup
+
+__all__ = ["gap_lines"]
+
+
+def gap_lines(rows: list[dict]) -> str:
+    """Per m: the gap between the measured step and the bound's step, and three measured estimates, in ms, signed (01).
+
+    Bound step = ``bound_step``: the m = 1 step's compute (the two stages' summed forwards and
+    backwards), pipelined with the two stages' measured costs; printed beside the equal-cost ideal,
+    that compute ÷ 2m/(m + 1). The bound pipelines the compute only: the m = 1 step's time outside
+    it (zero_grad, the SGD update, its two messages, waiting) is not in it. Pieces inside the step:
+    if both stages' forwards and backwards together took k times m = 1's (``_slowdown``: the four
+    parts' medians summed, so k lies within the four printed ratios), the model gives a step k times
+    the bound's: bound × (k − 1), negative where the pieces were cheaper. Messages, each at its
+    size's fastest round timed alone (``message_lines`` says why not the median): every step waits
+    for two of them whatever m is (the first activation before stage 1's first forward, the last
+    gradient before stage 0's last backward); ``isend`` lets the sender compute on, so the other
+    2m − 2 may pass while a stage computes, and all 2m one after another is the most they add if
+    each costs inside the step what it cost alone. The step's own parts outside the compute: m = 1's
+    time outside its compute as printed (its step's ms less its compute's ms), less its two messages at their fastest
+    where they were timed, rounded to 0.1 ms as printed elsewhere, so the printed figures add up. These
+    are estimates, not shares of the gap: printed in ms beside the gap and the gap less them, never as
+    percentages of it; a last line (``_residual_line``) says where they overshoot or fall short of it.
+    Printed differences are taken from the printed (rounded) values.
+    """
+    base = rows[0]
+    c1 = sum(f + b for f, b in stage_costs(base))
+    step1, c1_ms = round(1e3 * base["step_s"]), compute_ms(base)
+    msg1 = 2 * min(base["message_s"]) if "message_s" in base else None
+    msg1_ms = round(1e3 * msg1, 1) if msg1 is not None else 0.0
+    outside_ms = max(0.0, step1 - c1_ms - msg1_ms)   # of the printed figures: step1 − c1_ms is printed below
+    lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
+             f"m = 1: the stages computed {c1_ms} ms of its {step1} ms step; the bound pipelines that compute only, "
+             f"so the other {step1 - c1_ms} ms (zero_grad, the SGD update, its two messages, waiting) is not in it"
+             + (f" (its two messages alone took {round(1e3 * msg1, 1):.1f} ms at their fastest, more than those "
+                f"{step1 - c1_ms} ms: the step and each part of its compute are medians of {len(base['step_rounds'])} "
+                "rounds, taken apart, and a message inside the step need not cost what it cost alone)"
+                if msg1 is not None and round(1e3 * msg1, 1) > step1 - c1_ms else "")]
+    residuals = []   # (m, gap less the estimates at most, at least, the same less the outside term)
+    for r in rows[1:]:
+        m = r["microbatches"]
+        equal_step, ideal_step = c1 / ideal_speedup(m), bound_step(base, m)
+        step_ms, equal_ms, ideal_ms = round(1e3 * r["step_s"]), round(1e3 * equal_step), round(1e3 * ideal_step)
+        gap = r["step_s"] - ideal_step
+        per = "; ".join(f"stage {s}: F ×{statistics.median(_compute(r, s, 'F')) / statistics.median(_compute(base, s, 'F')):.2f}, "
+                        f"B ×{statistics.median(_compute(r, s, 'B')) / statistics.median(_compute(base, s, 'B')):.2f}"
+                        for s in (0, 1))
+        k = _slowdown(r, base)
+        lines.append(f"m = {m:>2}: step {step_ms} ms; bound's step {equal_ms} ms with equal stages, "
+                     f"{ideal_ms} ms with these stages' costs (their imbalance: {ideal_ms - equal_ms:+d} ms); "
+                     f"gap to the latter {step_ms - ideal_ms:+d} ms\n        pieces' summed time against m = 1's: {per}; "
+                     f"all four together ×{k:.2f}")
+        if gap <= 0:
+            lines.append("        at or below the bound with these stages' costs: no gap to explain")
+            continue
+        pieces = ideal_step * (k - 1)   # signed: cheaper pieces shorten the model's step
+        outside_of = "(its time outside its compute less its two messages)" if msg1 is not None else \
+            "(its time outside its compute, its messages included)"
+        p_ms, o_ms = round(1e3 * pieces, 1), round(outside_ms, 1)   # sums below are of the printed values
+        said = (f"        estimates in ms (not shares of the gap): the pieces at ×{k:.2f}: {p_ms:+.1f}; "
+                f"the step's parts outside its compute, if they took m = 1's {outside_of}: {o_ms:+.1f}\n        ")
+        if "message_s" in r:   # each size's fastest round (message_lines)
+            one = min(r["message_s"])
+            two, all_ = round(2e3 * one, 1), round(2e3 * m * one, 1)
+            said += (f"messages at their fastest alone: {two:+.1f} for the 2 every step waits for (the first "
+                     f"activation, the last gradient), {all_:+.1f} if all 2m = {2 * m} went one after "
+                     f"another (isend lets the sender compute on, so the others may pass while a stage computes)"
+                     f"\n        together {p_ms + o_ms + two:+.1f} to {p_ms + o_ms + all_:+.1f} ms, against the gap's "
+                     f"{step_ms - ideal_ms:+d} ms")
+        else:
+            two = all_ = 0.0
+            said += (f"messages: not timed in this run\n        together {p_ms + o_ms:+.1f} ms, against the gap's "
+                     f"{step_ms - ideal_ms:+d} ms")
+        lo, hi = (round(step_ms - ideal_ms - p_ms - o_ms - x, 1) for x in (all_, two))
+        residuals.append((m, lo, hi, o_ms))
+        lines.append(said + f"; the gap less them: {lo:+.1f}" + (f" to {hi:+.1f} ms" if hi != lo else " ms"))
+    return "\n".join(lines + ([_residual_line(residuals)] if residuals else []))
+
+
+def _residual_line(residuals: list[tuple[int, float, float, float]]) -> str:
+    """Where the estimates together overshoot the gap, fall short of it, or span it; ``gap_lines``' last line (01).
+
+    Each entry: m, the gap less the estimates with all 2m messages and with the 2 (lo ≤ hi), and the
+    outside term o. Where they overshoot and the gap lies within the estimates without o (lo + o ≤ 0 ≤
+    hi + o), the step's parts outside its compute added less than o there, by these estimates.
+    """
+    def ms(group: list) -> str:
+        return ", ".join(str(e[0]) for e in group)
+
+    def by(lo: float, hi: float) -> str:
+        return f"by {lo:.1f} ms" if lo == hi else f"by {lo:.1f} to {hi:.1f} ms"
+    over = [e for e in residuals if e[2] < 0]
+    short = [e for e in residuals if e[1] > 0]
+    within = [e for e in residuals if e[1] <= 0 <= e[2]]
+    said = []
+    if over:
+        fit = [e for e in over if e[1] + e[3] <= 0 <= e[2] + e[3]]
+        said.append(f"the estimates together overshoot the gap at m = {ms(over)} "
+                    f"({by(min(-e[2] for e in over), max(-e[1] for e in over))})" + (
+                        f"; at m = {ms(fit)} the pieces and the messages alone span the gap: by these estimates, the "
+                        f"step's parts outside its compute added less there than m = 1's {fit[0][3]:+.1f} ms" if fit else ""))
+    if short:
+        said.append(f"the estimates together fall short of the gap at m = {ms(short)} "
+                    f"({by(min(e[1] for e in short), max(e[2] for e in short))}): this run does not separate what else "
+                    "lengthened those steps")
+    if within:
+        said.append(f"at m = {ms(within)} the gap lies within the estimates' range")
+    return "; ".join(said)
