@@ -76,6 +76,14 @@ def through_run_mean(writer, epoch, gathered):      # the check's own reference,
         writer.add_scalar(tag, _run_mean(gathered, tag), epoch)
 
 
+_imported_run_mean = lesson._run_mean      # held before the check runs, as `from ... import _run_mean` at the top
+
+
+def through_run_mean_imported_early(writer, epoch, gathered):      # a wrapper of that alias
+    for tag in gathered[0][1]:
+        writer.add_scalar(tag, _imported_run_mean(gathered, tag), epoch)
+
+
 def through_run_epoch_means(writer, epoch, gathered):      # the notebook's helper of section 4, fed the gathered pairs
     from helpers.monitor import run_epoch_means
 
@@ -142,7 +150,7 @@ def test_right_answers_pass_every_time(fn):
 
 
 @pytest.mark.parametrize("fn", [rank0_only, plain_mean, summed, weighted_sum_not_divided, every_rank_written,
-                                through_monitor_log, through_run_mean, through_run_epoch_means, new_style, hard_coded_tags, add_scalars_instead, epoch_plus_one,
+                                through_monitor_log, through_run_mean, through_run_mean_imported_early, through_run_epoch_means, new_style, hard_coded_tags, add_scalars_instead, epoch_plus_one,
                                 no_step, first_metric_only, value_and_step_swapped, its_own_writer, rounded_values],
                          ids=lambda f: f.__name__)
 def test_wrong_answers_are_refused(fn):
@@ -153,7 +161,8 @@ def test_wrong_answers_are_refused(fn):
 
 @pytest.mark.parametrize("fn, words", [(rank0_only, "rank 0"), (plain_mean, "differ in size"),
                                        (through_monitor_log, "Monitor.log"), (new_style, "new_style"),
-                                       (through_run_mean, "_run_mean"), (through_run_epoch_means, "_run_mean")])
+                                       (through_run_mean, "_run_mean"), (through_run_mean_imported_early, "_run_mean"),
+                                       (through_run_epoch_means, "_run_mean")])
 def test_the_classic_mistakes_are_named(fn, words):
     ok, message = verify(EX, fn)
     assert not ok and words in message, message
@@ -217,3 +226,9 @@ def test_run_epoch_means_weights_each_rank_by_its_samples():
 
     ranks = [{"samples": 3, "train/loss": [1.0, 2.0]}, {"samples": 1, "train/loss": [5.0, 2.0]}]
     assert run_epoch_means(ranks, "train/loss") == [2.0, 2.0]       # (3·1 + 1·5) / 4; equal values stay
+
+
+def test_the_reference_is_restored_after_the_check():
+    code = lesson._run_mean.__code__
+    verify(EX, through_run_mean_imported_early)
+    assert lesson._run_mean.__code__ is code and lesson._run_mean([(1, {"t": 2.0}), (3, {"t": 6.0})], "t") == 5.0

@@ -36,6 +36,15 @@ def _run_mean(gathered: list[tuple[int, dict[str, float]]], tag: str) -> float:
     return sum(n * m[tag] for n, m in gathered) / sum(n for n, _ in gathered)
 
 
+_PEEKS: list = []  # calls of _run_mean while a student's function runs
+
+
+def _peeking_run_mean(gathered, tag):
+    """What ``_run_mean`` runs while a student's function does: it records the call and returns 0.0."""
+    _PEEKS.append(tag)
+    return 0.0
+
+
 def _far_from_wrong(gathered, tag: str) -> bool:
     want = _run_mean(gathered, tag)
     wrong = (gathered[0][1][tag], sum(m[tag] for _, m in gathered) / len(gathered), sum(m[tag] for _, m in gathered))
@@ -46,10 +55,10 @@ def _log_epoch_behaviour(fn) -> str | None:
     """The student's ``log_epoch(writer, epoch, gathered)``, read back with TensorBoard's own reader (05).
 
     Two logs, each with ranks, sample counts, tags, epochs and values drawn at random on every check,
-    so no answer can know them in advance. The course's ``Monitor.log`` is replaced while it runs: an
-    answer that hands its work to it is named, not judged.
+    so no answer can know them in advance. While it runs, the course's ``Monitor.log`` is replaced and the
+    code of the check's own ``_run_mean`` swapped, whatever name the answer holds it by: an answer that hands
+    its work to either is named, not judged.
     """
-    import sys
     import tempfile
     from unittest import mock
 
@@ -58,18 +67,21 @@ def _log_epoch_behaviour(fn) -> str | None:
     from ..core.logger import Monitor
     from .instruments import read_back
 
-    used, peeked = [], []
-    here = sys.modules[__name__]
+    used, code = [], _run_mean.__code__
+    _PEEKS.clear()
     rng = random.Random()
     for _ in range(2):
         epochs, gathered = _random_log(rng)
         with tempfile.TemporaryDirectory(prefix="bog-05-") as tmp:
-            with SummaryWriter(tmp) as writer, mock.patch.object(Monitor, "log", lambda *a, **k: used.append(a)), \
-                    mock.patch.object(here, "_run_mean", lambda *a, **k: peeked.append(a) or 0.0):
-                for epoch, g in zip(epochs, gathered):
-                    fn(writer, epoch, [(n, dict(m)) for n, m in g])  # if it raises, check() says so
+            with SummaryWriter(tmp) as writer, mock.patch.object(Monitor, "log", lambda *a, **k: used.append(a)):
+                _run_mean.__code__ = _peeking_run_mean.__code__  # every name the student may hold for it
+                try:
+                    for epoch, g in zip(epochs, gathered):
+                        fn(writer, epoch, [(n, dict(m)) for n, m in g])  # if it raises, check() says so
+                finally:
+                    _run_mean.__code__ = code
             runs = read_back(tmp)["runs"]
-        if peeked:
+        if _PEEKS:
             return tr("05.log_epoch_reference", "your function calls the check's own _run_mean; compute the "
                       "run's mean yourself")
         if used:
@@ -117,8 +129,8 @@ EXERCISES = [
              why="Each rank sees only its shard: rank 0's own numbers describe part of the data, and a plain mean of "
                  "the ranks' means is off when the shards differ in size."),
     Exercise("05.rerun_points", "int", digest="dfb241ce0490a698009a7902dce75a24e47c6c2fb2c7d5db22d2aced0606128a",
-             hint="A new SummaryWriter never appends to an old event file: it starts a file of its own in the folder. "
-                  "What does the reader do with every event file it finds in a run's folder?",
+             hint="How many event files does the folder hold after the second run? And does the reader drop a point "
+                  "whose step it has already read?",
              why="The reader reads every event file of the folder and keeps each point: the second run's steps 0-99 "
                  "follow the first run's, and the curve doubles back. A rerun needs an empty folder (section 2's "
                  "first SummaryWriter cell deletes it first) or a folder of its own."),
