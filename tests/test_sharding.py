@@ -411,3 +411,12 @@ def test_one_process_step_is_the_sum_of_its_measured_parts():
         assert r["own_raw_s"] == pytest.approx(r["step_s"] - c["plain_full_s"])
         if r["own_raw_s"] >= 0 and r["plain_rest_raw_s"] >= 0:
             assert r["predicted_step_s"] == pytest.approx(r["step_s"] + parts["comm"], rel=1e-9)
+
+
+def test_a_negative_own_cost_beyond_its_spread_is_said_to_exceed_the_spread_and_no_other():
+    from helpers.sharding import beyond_spread
+
+    said = beyond_spread({"ddp": (-1.79e-3, 0.5e-3), "zero1": (-0.4e-3, 1e-3), "fsdp2": (21e-3, 1e-3)})
+    assert said.startswith("ddp -1.79 ms (spread ±0.50 ms): below 0 by more than the spread")
+    assert "understates the noise between separately timed runs" in said and "zero1" not in said and "fsdp2" not in said
+    assert beyond_spread({"ddp": (-0.4e-3, 1e-3), "fsdp2": (21e-3, 1e-3)}) == ""   # within the spread, or a real cost

@@ -87,3 +87,12 @@ def test_the_time_limit_leaves_a_right_answer_with_a_loop_alone():
     ok, msg = verify("09.fewest_gpus", _fewest_counting_up_with_none)
     assert ok, msg
     assert sys.gettrace() is trace       # the check's clock is gone afterwards
+
+
+def test_the_zero1_hint_asks_for_the_idea_and_names_no_function_that_holds_the_answer():
+    """Printing torch's ``_partition_parameters`` would give the answer away: the hint asks questions instead."""
+    from helpers.core.checks import exercises
+
+    hint = exercises()["09.zero1_partition"].hint
+    assert "_partition_parameters" not in hint and "getsource" not in hint and "_partition_rule" not in hint
+    assert "order" in hint and "?" in hint

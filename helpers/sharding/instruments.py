@@ -29,17 +29,18 @@ from .recipe import make_model, shard_ddp, shard_fsdp2, shard_tp, shard_zero1
 __all__ = ["WIRE_FACTOR", "CollectiveBytes", "local_tensor", "rank_bytes", "ddp_bucket_bytes", "GatheredPeak", "synthetic_regression", "train_step",
            "reference_parameters", "full_parameters", "fit_link", "comm_seconds", "FAMILY", "BUILDERS", "plain_rest", "best_time"]
 
-# the share of a collective's payload each rank sends with ring algorithms, times (N - 1)/N
+# the share of a collective's payload a rank sends with ring algorithms, times (N - 1)/N: on average per rank
+# (every rank sends it in a ring all-reduce, all-gather or reduce-scatter; a broadcast's root sends more)
 WIRE_FACTOR = {"allreduce_": 2, "all_reduce": 2, "_allgather_base_": 1, "allgather_": 1, "all_gather_into_tensor": 1,
                "_reduce_scatter_base_": 1, "reduce_scatter_": 1, "reduce_scatter_tensor": 1, "broadcast_": 1}
 BUILDERS = {"ddp": shard_ddp, "zero1": shard_zero1, "fsdp2": shard_fsdp2, "tp": shard_tp}
 
 
 class CollectiveBytes(CommDebugMode):
-    """``CommDebugMode`` that also adds up each collective's payload in bytes, and the bytes each rank sends (09).
+    """``CommDebugMode`` that also adds up each collective's payload in bytes, and the bytes a rank sends (09).
 
     The payload is the largest tensor the collective touches (the whole message: an all-gather's
-    output, a reduce-scatter's input); ``wire`` applies :data:`WIRE_FACTOR` · (N − 1)/N. It sees
+    output, a reduce-scatter's input); ``wire`` applies :data:`WIRE_FACTOR` · (N − 1)/N, on average per rank. It sees
     DDP's bucket all-reduces, ZeRO's broadcasts, FSDP2's all-gathers and reduce-scatters, and
     DTensor's collectives (``get_comm_counts()`` still works).
     """
@@ -65,7 +66,7 @@ class CollectiveBytes(CommDebugMode):
         return out
 
     def summary(self) -> dict:
-        """Calls and payload bytes by collective, and the bytes this rank sends (09)."""
+        """Calls and payload bytes by collective, and the bytes a rank sends on average (09)."""
         return {"calls": dict(self.calls), "payload": dict(self.payload), "wire_bytes": self.wire,
                 "messages": sum(self.calls.values())}
 
@@ -238,7 +239,7 @@ def fit_link(sizes: tuple[int, ...] = (2**12, 2**16, 2**20, 2**22), repeats: int
     """α (s per call) and β (s per byte a rank sends) of each collective on this process group (09).
 
     Each is timed on its own: gloo's reduce-scatter, for one, costs more per byte than its
-    all-reduce. A rank sends :data:`WIRE_FACTOR` · (N − 1)/N of the message; the line is fitted by
+    all-reduce. A rank sends :data:`WIRE_FACTOR` · (N − 1)/N of the message on average; the line is fitted by
     least squares on relative errors. ``{}`` on one rank, where collectives move nothing.
     """
     n = dist.get_world_size()

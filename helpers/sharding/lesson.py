@@ -221,10 +221,8 @@ EXERCISES = [
              why="The same arithmetic read the other way: the memory a strategy leaves per parameter sets the largest "
                  "model a cluster can train, before activations."),
     Exercise("09.zero1_partition", "code", behaviour=_partition_behaviour,
-             hint="torch's rule is written in ZeroRedundancyOptimizer's _partition_parameters "
-                  "(torch/distributed/optim/zero_redundancy_optimizer.py in your install; print it with "
-                  "inspect.getsource): read in which order it takes the tensors, where each one goes, and how a tie "
-                  "is settled.",
+             hint="Deal the tensors out one at a time, greedily, to keep the ranks even: in which order do you "
+                  "take them, which rank gets the next one, and which rank wins when two hold the same?",
              why="Whole tensors balance well when there are many of similar size; with 3 ranks and 8 equal weights "
                  "one rank gets less, so the per-rank bytes are not Ψ/N exactly."),
 ]

@@ -1,4 +1,5 @@
-"""Pictures of notebook 09: bytes each rank holds by strategy and world size, measured against predicted; step times (09)."""
+"""Pictures of notebook 09: bytes each rank holds by strategy and world size, measured against predicted; step times;
+the line said of own costs beyond their spread (09)."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -7,7 +8,7 @@ from matplotlib.figure import Figure
 
 from ..core.plots import finish
 
-__all__ = ["plot_memory", "plot_step_times"]
+__all__ = ["plot_memory", "plot_step_times", "beyond_spread"]
 
 PARTS = ("params", "grads", "optim", "gathered")
 NAMES = {"ddp": "DDP", "zero1": "ZeRO-1", "fsdp2": "FSDP2", "tp": "TP"}
@@ -74,3 +75,13 @@ def plot_step_times(rows: list[dict], label: str = "") -> Figure | None:
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, loc="upper left", ncol=2)
     return finish(fig, label)
+
+
+def beyond_spread(own: dict[str, tuple[float, float]]) -> str:
+    """What a negative own cost beyond its spread says, or ``""`` (09).
+
+    ``own``: strategy → (its step less the plain model's step in seconds, the spread of those two timings)."""
+    out = [f"{k} {v * 1e3:+.2f} ms (spread ±{n * 1e3:.2f} ms)" for k, (v, n) in own.items() if v < 0 and -v >= n]
+    return "" if not out else (", ".join(out) + ": below 0 by more than the spread; either the spread over repeats"
+                               " understates the noise between separately timed runs, or the wrapped step is faster;"
+                               " not told apart here")

@@ -104,14 +104,14 @@ def comm_per_step(params: int, world_size: int, strategy: str = "ddp", precision
     """Bytes each rank sends per training step with ring collectives, by collective (09).
 
     Ring all-reduce sends ``2 (N − 1)/N`` of its message, all-gather, reduce-scatter and broadcast
-    ``(N − 1)/N``. Textbook numbers (ZeRO paper, §7): DDP moves 2Ψ per step (an all-reduce is a
+    ``(N − 1)/N`` (a broadcast: on average per rank; its root sends more). Textbook numbers (ZeRO paper, §7): DDP moves 2Ψ per step (an all-reduce is a
     reduce-scatter plus an all-gather), ZeRO-1/2 2Ψ too (the paper's; DeepSpeed's ``stage_1_and_2.py``
     all-reduces the gradient buckets by default, 3Ψ), ZeRO-3/FSDP 3Ψ (parameters
     all-gathered in forward and again in backward, gradients reduce-scattered), times ``(N − 1)/N``
     and the bytes per element. PyTorch's ``ZeroRedundancyOptimizer`` ("zero1" with "fp32"/"amp") keeps
     DDP's all-reduce and broadcasts the updated fp32 parameters: 3Ψ. "zero2" is the design
     :func:`memory_per_rank` counts (whole parameters in their stored dtype, gradients and optimizer state
-    sharded; PyTorch has no class for it): the gradients reduce-scattered and the updated parameters
+    sharded; no PyTorch class holds these bytes): the gradients reduce-scattered and the updated parameters
     all-gathered, each in its stored dtype, 2Ψ. Under "amp" DDP reduces fp32 gradients, FSDP2
     gathers and reduce-scatters in ``param_dtype`` (bf16). Tensor parallelism all-reduces
     activations instead: two per block (forward, and the input gradient in backward), less one when

@@ -199,7 +199,7 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
     ``"zero1"``, ``"fsdp2"``, ``"tp"`` (a tuple, or one name); ``precision``: ``"fp32"`` or ``"amp"``
     (PyTorch's mixed precision: autocast in bf16, FSDP2's ``MixedPrecisionPolicy``). Every argument
     is checked before a process starts. The last of ``steps`` is measured (DDP rebuilds its buckets
-    once, in the second step). Rows: strategy, world_size, measured_bytes (for each part the largest
+    once, in the second step). Rows: strategy, world_size, batch, width, measured_bytes (for each part the largest
     rank's: params, grads, optim, FSDP2's peak of gathered layers), predicted_bytes (the calculator
     given the model's shapes), bytes_equal_on_all_ranks, max_abs_diff_vs_unsharded (one process, whole
     batch, same steps and precision, on the ranks' kind of device: a GPU under nccl, else the CPU), collectives of one step (calls, payload, wire bytes), DDP's
@@ -237,7 +237,7 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
                 pred = memory_per_rank(model, n, s, precision, "adam", layer=model[0])
             row = {"strategy": s, "world_size": n, "precision": precision, "backend": choose_backend(n),
                    "measured_bytes": {k: max(h[k] for h in held) for k in parts},
-                   "predicted_bytes": {k: pred[k] for k in parts},
+                   "predicted_bytes": {k: pred[k] for k in parts}, "batch": batch, "width": width,
                    "bytes_equal_on_all_ranks": all(h == held[0] for h in held),
                    "max_abs_diff_vs_unsharded": max_abs_diff(got["params"], ref), "comm": got["comm"]}
             for k in ("ddp_buckets", "ddp_buckets_default"):
