@@ -247,6 +247,12 @@ def test_section4_sentences_say_what_the_numbers_say():
     s = D.probe_vs_cut_sentence(gil, [0.6, 0.7, 0.8], rows=128)
     assert "probe gave 1.20×" in s and "cut in two 0.70×" in s and "all 256 rows" in s
     assert "did not run" in D.probe_vs_cut_sentence(gil, [0.7], rows=64)
+    # fourth read: the baselines side by side; the extras are named, not offered as the cause
+    row = {"batch_per_thread": 128, "speedup": 1.35, "one_thread": 5000.0, "two_threads": 6750.0}
+    s = D.probe_vs_cut_sentence([row], [0.78], rows=128, single=[9000.0, 8000.0, 8500.0], cut=[6630.0])
+    assert "one thread 5,000 on 128 rows (the probe), 8,500 on 256" in s
+    assert "two threads 6,750 (the probe), 6,630 (the cut batch)" in s
+    assert "does not find what makes the gap" in s and "Samples/s" not in D.probe_vs_cut_sentence([row], [0.78], rows=128)
 
 
 def test_gpus_idle_hint_does_not_name_the_computation():

@@ -246,6 +246,7 @@ def run_four_steps(batch: int = 256, seed: int = 0, device_ids: list[int] | None
         torch.optim.SGD(m.parameters(), lr=lr).step()
     res["update_max_abs_diff"] = max_abs_diff(model.parameters(), reference.parameters())
     largest = max(p.detach().abs().max().item() for p in reference.parameters())
+    res["lr"] = lr
     res["update_tolerance"] = lr * res["grad_tolerance"] + largest * torch.finfo(torch.float32).eps  # + 2⁻²³ × the largest weight: 1 to 2 float32 ulps of it
     adam = torch.optim.Adam(model.parameters())
     adam.step()  # Adam makes its state on the first step, where the parameters (the output device) are

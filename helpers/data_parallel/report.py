@@ -168,19 +168,26 @@ def forward_sentence(one_worker_seconds: dict, step_seconds: dict, where: str = 
     return s
 
 
-def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int) -> str:
+def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int, single: list[float] | None = None,
+                          cut: list[float] | None = None) -> str:
     """Why the probe at ``rows`` per thread and the global batch cut in two (``rows`` each) give different ratios (02).
 
-    ``ratios``: the forward+backward threads' rounds against one thread on the whole batch.
+    ``ratios``: the forward+backward threads' rounds against one thread on the whole batch;
+    ``single``/``cut``: those rounds' samples/s, printed beside the probe's own medians.
     """
     row = next((r for r in gil if r["batch_per_thread"] == rows), None)
     if row is None:
         return f"the probe did not run {rows} rows per thread"
+    side = ""
+    if single and cut:
+        side = (f" Samples/s (medians; the probe and section 4's rounds ran at different moments): one thread "
+                f"{row['one_thread']:,.0f} on {rows} rows (the probe), {statistics.median(single):,.0f} on {2 * rows}; "
+                f"two threads {row['two_threads']:,.0f} (the probe), {statistics.median(cut):,.0f} (the cut batch).")
     return (f"{rows} rows per thread: the probe gave {row['speedup']:.2f}× (median of rounds), the global batch cut in "
             f"two {statistics.median(ratios):.2f}×. Not the same step. The cut batch is compared with one thread on "
-            f"all {2 * rows} rows (the probe: one thread on {rows}). Its step also sums the gradients, takes the SGD "
-            "step and copies the weights into the replicas on the main thread, which the probe's does not. How much "
-            "each part adds is not split up here")
+            f"all {2 * rows} rows (the probe: one thread on {rows}).{side} The cut batch's step also sums the gradients, "
+            "takes the SGD step and copies the weights into the replicas on the main thread, which the probe's does "
+            "not; this run times none of these, so it does not find what makes the gap")
 
 
 def verdict_rule(margin: float = MARGIN) -> str:
