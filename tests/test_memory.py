@@ -416,6 +416,7 @@ def test_recorded_memory_rows_are_parsed_from_the_recording():
                           "after empty_cache()"]
     (a0, r0), (a1, r1) = rows["start"], rows["after empty_cache()"]
     assert a1 < r1 < r0   # what cell 9's generated sentence says: empty_cache() keeps segments holding live tensors
+    assert rows["after del block"] == (rows["after clearing cuBLAS workspaces"][0], rows["after a 256 MiB tensor"][1])
     assert M.recorded_memory_rows("00c6803b") == {}   # a cell without such rows gives none
 
 

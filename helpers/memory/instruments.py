@@ -144,7 +144,11 @@ def saved_bytes(fn: Callable[[], torch.Tensor]) -> int:
 
 
 def remedies(blocks: int = 16, width: int = 256, batch: int = 512, device: str | torch.device = "cpu") -> dict:
-    """Saved-activation bytes of one forward: plain, no_grad, inference_mode, 16-bit autocast, checkpointing (06)."""
+    """Saved-activation bytes of one forward: plain, no_grad, inference_mode, 16-bit autocast, checkpointing (06).
+
+    Autocast runs in bfloat16 wherever the device supports it, on CUDA too (where autocast's default
+    is float16), else float16; ``autocast_dtype`` names the type used.
+    """
     from torch.utils.checkpoint import checkpoint_sequential
 
     device = torch.device(device)
