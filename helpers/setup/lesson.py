@@ -225,9 +225,9 @@ def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float 
 
 def cpu_pressure_total(path: str = "/proc/pressure/cpu") -> int | None:
     """The "some" line's ``total`` of Linux PSI (https://docs.kernel.org/accounting/psi.html), in microseconds since
-    boot: each CPU's time with a runnable task waiting for it, averaged over the CPUs weighted by their busy time
-    (psi.c's header comment), not the time in which some task waited anywhere; None where the file is missing (not
-    Linux, a kernel without PSI) or unreadable (00)."""
+    boot: each CPU's time with a runnable task waiting for it, averaged over the CPUs weighted by their non-idle
+    time (psi.c's header comment), not the time in which some task waited anywhere; None where the file is missing
+    (not Linux, a kernel without PSI) or unreadable (00)."""
     try:
         with open(path) as f:
             for line in f:
@@ -243,14 +243,14 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
     """What PSI's CPU "some" time during section 3's timed runs says about them, generated from the numbers (00).
     The system-wide "some" total is a per-CPU average: each CPU's time with a task waiting for it, weighted by that
     CPU's non-idle time (psi.c's header comment: tSOME = sum(tSOME[i] * tNONIDLE[i]) / tNONIDLE), so a wait on one
-    of several busy CPUs counts for a fraction of its length, and the share is no upper bound on the waiting. It
+    of several non-idle CPUs counts for a fraction of its length, and the share is no upper bound on the waiting. It
     counts this kernel's threads and anything else alike (PSI does not say whose); /proc/pressure is the whole
     system's (a container's host's or VM's). Time a virtual machine's CPUs spent in other operating systems (steal,
     ``steal_ticks`` of ``1/hz`` s summed over ``cpus``; None where it was not read) is not in it and is said beside
     it."""
     share = round(stalled_us / 1e6 / wall_s, 4) if wall_s > 0 else 0.0   # as printed, so 1% is judged as shown
     head = (f"during the timed runs ({wall_s:.2f} s), PSI's CPU \"some\" time (a per-CPU average, weighted by each "
-            f"CPU's busy time) grew by {stalled_us / 1e3:.1f} ms ({share:.2%} of the time; Linux CPU pressure, "
+            f"CPU's non-idle time) grew by {stalled_us / 1e3:.1f} ms ({share:.2%} of the time; Linux CPU pressure, "
             f"/proc/pressure/cpu, whole system, these runs' threads and any other work alike)")
     if steal_ticks is None:
         steal_share = None
@@ -262,8 +262,8 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
                  f"(steal time, /proc/stat, counted in ticks of {1e3 / hz:.0f} ms; {steal_share:.2%} of their time), "
                  f"which PSI does not count")
     average = (f"PSI's share is an average over the CPUs, not the time in which some task waited: with {cpus} "
-               f"CPUs busy alike, a task waiting on one of them adds 1/{cpus} of its wait, so the share is no upper "
-               f"bound on how long the runs' threads waited" if cpus > 1 else
+               f"CPUs non-idle alike, a task waiting on one of them adds 1/{cpus} of its wait, so the share is no "
+               f"upper bound on how long the runs' threads waited" if cpus > 1 else
                "with one CPU, PSI's time is that CPU's own: the time in which some task waited for it")
     if share < 0.01 and steal_share is not None and steal_share < 0.01:
         return f"{head}: both shares are under 1%; {average}"
