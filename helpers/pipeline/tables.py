@@ -6,8 +6,8 @@ import statistics
 from .bounds import _compute, _slowdown, against_bound, compute_ms, stage_bound, stage_costs
 from .instruments import bubble_fraction
 
-__all__ = ["gpipe_table", "piece_cost_lines", "message_lines", "against_naive", "piece_model_lines", "library_lines",
-           "best_split_line"]
+__all__ = ["gpipe_table", "piece_cost_lines", "message_lines", "rounds_side", "against_naive", "piece_model_lines",
+           "library_lines", "best_split_line"]
 
 
 def gpipe_table(rows: list[dict]) -> str:
@@ -31,7 +31,7 @@ def gpipe_table(rows: list[dict]) -> str:
     c1 = sum(f + b for f, b in stage_costs(rows[0])) if staged else None
     lines.append("key: speedup = the m = 1 median step ÷ this m's; ideal (equal stages) = 2m/(m + 1); efficiency = "
                  "speedup ÷ ideal" + ("; bound (these stages) = the best speedup of m = 1's compute with the two stages' "
-                                      f"measured costs; against it = the bound's step (compute alone: m = 1's compute, "
+                                      f"measured costs (a ratio of compute times, the speedup one of whole steps); against it = the bound's step (compute alone: m = 1's compute, "
                                       f"{compute_ms(rows[0])} ms of its {1e3 * rows[0]['step_s']:.0f} ms step, ÷ bound) ÷ "
                                       "the measured step, at m = 1 the share of its step the compute took" if staged else "")
                  + "; bubble (model) = (p − 1)/(m + p − 1), each stage's idle share in GPipe's model")
@@ -59,15 +59,25 @@ def gpipe_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def rounds_side(a: list[float], b: list[float]) -> tuple[str, str]:
+    """How step rounds ``a`` compare with ``b`` (01), as notebook 03's verdicts: faster/slower where the ranges do not
+    overlap; mostly faster/slower where at least 3 in 4 of the pairs (a round of each) agree; else unclear.
+
+    Returns (verdict, why); a pairs count is rank-based, so one outlying round cannot decide it.
+    """
+    if max(a) < min(b) or min(a) > max(b):
+        return ("faster" if max(a) < min(b) else "slower"), "the rounds do not overlap"
+    n = len(a) * len(b)
+    up, down = sum(x > y for x in a for y in b), sum(x < y for x in a for y in b)
+    side, k = ("slower", up) if up >= down else ("faster", down)
+    return ("mostly " + side if 4 * k >= 3 * n else "unclear"), f"the rounds overlap; {side} in {k} of the {n} pairs of rounds"
+
+
 def against_naive(row: dict, base: dict) -> str:
-    """Faster or slower than the naive split (m = 1), said only where the rounds of the two do not overlap (01)."""
-    (lo, hi), (blo, bhi) = row["step_range"], base["step_range"]
-    if hi < blo:
-        return "faster than the naive split (the rounds do not overlap)"
-    if lo > bhi:
-        return "slower than the naive split (the rounds do not overlap)"
-    side = "faster" if row["step_s"] < base["step_s"] else "slower" if row["step_s"] > base["step_s"] else "as fast"
-    return f"{side} than the naive split by the median, but the rounds overlap m = 1's: no clear difference"
+    """Faster or slower than the naive split (m = 1): by the rounds, ``rounds_side`` (01)."""
+    v, why = rounds_side(row["step_rounds"], base["step_rounds"])
+    return (f"{v} than the naive split ({why})" if v != "unclear" else
+            f"no clear difference from the naive split ({why})")
 
 
 def piece_model_lines(rows: list[dict], costs: list[dict]) -> str:
@@ -85,7 +95,9 @@ def piece_model_lines(rows: list[dict], costs: list[dict]) -> str:
         blo, bhi = min(_compute(rows[0])), max(_compute(rows[0]))
     else:
         c1, (blo, bhi) = rows[0]["step_s"], rows[0]["step_range"]
-    lines = [("bound with these stages' costs" if staged else "ideal speedup") + " ÷ piece cost (predicted) against "
+    alone = f"stage {costs[0]['stage']}'s" if "stage" in costs[0] else "one stage's"
+    lines = [("bound with these stages' costs" if staged else "ideal speedup") + f" ÷ piece cost (predicted; the piece cost is {alone} "
+             "timed alone, not the pieces' time inside the step, which the gap lines use) against "
              + ("m = 1's compute ÷ the measured step (the bound's numerator is m = 1's compute, "
                 f"{compute_ms(rows[0])} of its {1e3 * rows[0]['step_s']:.0f} ms)" if staged else "the measured speedup")
              + "; each range takes m = 1's rounds at their fastest and slowest too:"]
@@ -157,25 +169,27 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
         for m in both:
             lib_r, hw = gp[m], hand_by_m[m]
             (llo, lhi), (hlo, hhi) = lib_r["step_range"], hw["step_range"]
-            verdict = ("no clear difference (the rounds overlap)" if llo <= hhi and hlo <= lhi else
-                       "library faster (the rounds do not overlap)" if lhi < hlo else "hand-written faster (the rounds do not overlap)")
+            v, why = rounds_side(lib_r["step_rounds"], hw["step_rounds"])
+            who = "library"
+            if v.endswith("slower"):   # said from the faster side, its pairs counted as faster
+                who, (v, why) = "hand-written", rounds_side(hw["step_rounds"], lib_r["step_rounds"])
+            verdict = f"no clear difference ({why})" if v == "unclear" else f"{who} {v} ({why})"
             lines.append(f"  m = {m}: library {1e3 * lib_r['step_s']:.0f} ({1e3 * llo:.0f}–{1e3 * lhi:.0f}) {lib_r['efficiency']:.0%}, "
                          f"hand-written {1e3 * hw['step_s']:.0f} ({1e3 * hlo:.0f}–{1e3 * hhi:.0f}) {hw['efficiency']:.0%}: {verdict}")
     differ = []
     for r in (r for r in lib if r["schedule"] == "1f1b" and r["microbatches"] in gp):
         g = gp[r["microbatches"]]
-        (lo, hi), (glo, ghi) = r["step_range"], g["step_range"]
-        side = ("no clear difference (the rounds overlap)" if lo <= ghi and glo <= hi else
-                "1F1B slower (the rounds do not overlap)" if lo > ghi else "1F1B faster (the rounds do not overlap)")
+        v, why = rounds_side(r["step_rounds"], g["step_rounds"])
+        side = f"no clear difference ({why})" if v == "unclear" else f"1F1B {v} ({why})"
         lines.append(f"1F1B against GPipe at m = {r['microbatches']}: {1e3 * r['step_s']:.0f} against {1e3 * g['step_s']:.0f} ms: "
                      f"{side}")
-        if not side.startswith("no clear"):
-            differ.append(f"m = {r['microbatches']} ({side.split(' (')[0].removeprefix('1F1B ')})")
+        if v != "unclear":
+            differ.append(f"m = {r['microbatches']} ({v})")
     if any(r["schedule"] == "1f1b" and r["microbatches"] in gp for r in lib):
-        lines.append(("1F1B differed from GPipe beyond the rounds at " + ", ".join(differ) + ": GPipe's model gives "
+        lines.append(("1F1B differed from GPipe by the rounds at " + ", ".join(differ) + ": GPipe's model gives "
                       "both the same bubble, so the difference lies outside it (the implementation, the machine), "
                       "which this notebook does not measure") if differ else
-                     "1F1B against GPipe: no clear difference at any m (the rounds overlap), as the model's equal bubble has it")
+                     "1F1B against GPipe: no clear difference at any m, as the model's equal bubble has it")
     return "\n".join(lines)
 
 
@@ -214,19 +228,20 @@ def message_lines(rows: list[dict], spread_limit: float = 10.0) -> str:
     every round, and a slower round is the machine's other work added to it (the note under Python's
     ``timeit.Timer.repeat``: "the min() of the result is probably the only number you should be
     interested in"). The median and the slowest round are printed beside it, and where the rounds
-    span more than ``spread_limit`` times, the line says so. Then every place where a smaller message's
+    span more than ``spread_limit`` times, both as multiples of the fastest. Then every place where a smaller message's
     estimate is above a larger one's, with whether the rounds of the two overlap.
     """
     lines = [f"one-way send/recv of one micro-batch's activation (its gradient is the same size), timed alone by "
              f"ping-pong in {len(rows[0]['message_s'])} rounds, outside the step (in the step, gpipe_step sends with "
-             "isend, which returns before the message is delivered, so the sender computes on; the receiver waits for "
+             "isend, which can return before the message is delivered, so the sender computes on; the receiver waits for "
              "it in recvs[i].wait()); each size's estimate is its fastest round:"]
     for r in rows:
         t = r["message_s"]
         span = max(t) / min(t)
         lines.append(f"m = {r['microbatches']:>2}: {r['message_bytes'] // 1024:>5} KiB fastest {1e3 * min(t):5.2f} ms "
                      f"(median {1e3 * statistics.median(t):.2f}, slowest {1e3 * max(t):.2f}"
-                     + (f"; ×{span:.0f} apart: the median says little here" if span > spread_limit else "")
+                     + (f"; the slowest ×{span:.0f} the fastest, the median ×{statistics.median(t) / min(t):.2f}"
+                        if span > spread_limit else "")
                      + f"); 2m = {2 * r['microbatches']:>2} one after another {2e3 * r['microbatches'] * min(t):5.1f} ms; "
                      f"the step {1e3 * r['step_s']:.0f} ms")
     for big, small in zip(rows, rows[1:]):
@@ -239,12 +254,15 @@ def message_lines(rows: list[dict], spread_limit: float = 10.0) -> str:
 
 
 def best_split_line(rows: list[dict]) -> str:
-    """The fastest m by the median, named the best only if its rounds do not overlap any other m's (01)."""
+    """The fastest m by the median, named the best only if it is faster or mostly faster than every other m (01)."""
     best = min(rows, key=lambda r: r["step_s"])
-    ties = [r for r in rows if r is not best and r["step_range"][0] <= best["step_range"][1]]
-    if ties:
-        return (f"fastest by the median: m = {best['microbatches']} ({1e3 * best['step_s']:.0f} ms); its rounds overlap "
-                + ", ".join(f"m = {r['microbatches']}'s ({1e3 * r['step_range'][0]:.0f}–{1e3 * r['step_range'][1]:.0f} ms)"
-                            for r in ties) + ": no clear best among them")
+    side = {r["microbatches"]: rounds_side(best["step_rounds"], r["step_rounds"]) for r in rows if r is not best}
+    ties = [r for r in rows if r is not best and side[r["microbatches"]][0] != "faster"]
+    if any(side[r["microbatches"]][0] == "unclear" for r in ties):
+        return (f"fastest by the median: m = {best['microbatches']} ({1e3 * best['step_s']:.0f} ms); against "
+                + ", ".join(f"m = {r['microbatches']}'s ({1e3 * r['step_range'][0]:.0f}–{1e3 * r['step_range'][1]:.0f} ms) "
+                            f"{side[r['microbatches']][0]} ({side[r['microbatches']][1]})" for r in ties)
+                + ": no clear best")
     return (f"best split here: m = {best['microbatches']} ({best['microbatch_rows']} rows per micro-batch), "
-            "its rounds below every other m's")
+            + ("its rounds below every other m's" if not ties else "faster or mostly faster than every other m: "
+               + ", ".join(f"m = {r['microbatches']}: {side[r['microbatches']][0]} ({side[r['microbatches']][1]})" for r in ties)))
