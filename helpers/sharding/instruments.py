@@ -109,7 +109,8 @@ def ddp_bucket_bytes(net: nn.Module) -> dict[str, int]:
 
 def _gathered_now(model: nn.Module) -> int:
     """Bytes of whole (gathered) parameters FSDP2 holds right now: unsharded parameters, all-gather outputs not yet
-    copied out, and the forward's output ``wait_for_unshard`` keeps until the next layer's copy-out (``all_gather_state``)."""
+    copied out, and the forward's output ``wait_for_unshard`` keeps in ``comm_ctx.all_gather_state``. Not counted: the previous
+    output, which ``wait_for_unshard`` moves to a local variable that holds it through the next layer's copy-out."""
     seen: dict[int, int] = {}
     for m in model.modules():
         state = m._get_fsdp_state() if hasattr(m, "_get_fsdp_state") else None
@@ -130,7 +131,7 @@ def _gathered_now(model: nn.Module) -> int:
 
 
 class GatheredPeak(TorchDispatchMode):
-    """The most bytes of gathered FSDP2 parameters alive at once, looked at after every op of a step (09).
+    """The most bytes of gathered FSDP2 parameters its objects hold at once (``_gathered_now``), after every op of a step (09).
 
     Reads FSDP2's internals (``_fsdp_param_group``, ``_unsharded_param``, ``_all_gather_result``,
     ``comm_ctx.all_gather_state``);

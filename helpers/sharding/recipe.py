@@ -192,9 +192,10 @@ def shard_fsdp2(model: nn.Sequential, mesh, lr: float = 1e-3, mp_policy=None) ->
     Each layer is its own unit: its parameters are all-gathered just before its forward (and again
     before its backward) and freed after. ``reshard_after_forward`` is left at its default, ``None``:
     ``True`` for the layers, ``False`` for the root (the whole model), which FSDP2 sets at its first
-    forward (``_fully_shard.py``; ``_fsdp_state.py``, lazy init). Two layers can be whole at once: in
-    forward the all-gather's output is kept until the next layer's copy-out (``wait_for_unshard``),
-    in backward the next layer is gathered ahead of time (``_backward_prefetch``).
+    forward (``_fully_shard.py``; ``_fsdp_state.py``, lazy init). In forward ``wait_for_unshard`` keeps
+    a layer's all-gather output in ``comm_ctx.all_gather_state`` until the next layer's, and a local
+    variable holds it through that layer's copy-out; in backward the next layer is gathered ahead of
+    time (``_backward_prefetch``).
     ``mp_policy``: e.g. ``MixedPrecisionPolicy(param_dtype=torch.bfloat16)`` to compute in bf16 on
     gathered copies while the shards, gradients and Adam stay fp32.
     """

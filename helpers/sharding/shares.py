@@ -69,7 +69,8 @@ def gathered_bytes(layer: int | nn.Module | list, world_size: int, precision: st
 
     ``"deepspeed"``: the largest layer's fp16 parameters and gradients, ``4 × layer``, as DeepSpeed's
     ``estimate_zero3_model_states_mem_needs`` counts it. ``"fp32"``/``"amp"`` (FSDP2): its peak of
-    gathered parameters, measured in notebook 09 on CPU: in forward the all-gather's output beside
+    gathered parameters as notebook 09 counts them on CPU, in FSDP2's objects (not an all-gather output
+    held only by a local variable of ``wait_for_unshard``): in forward the all-gather's output beside
     the parameters copied out of it, in backward the layer running beside the next one prefetched;
     with the all-gather's padding when N does not divide the layer (pass the module); one layer on
     one rank. The layer's whole gradient before its reduce-scatter is transient and left out.
