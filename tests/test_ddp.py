@@ -494,6 +494,7 @@ def test_the_all_reduce_exercise_asks_for_ddps_average_of_r_squared_and_refuses_
     from helpers.ddp.lesson import EXERCISES
     hint = next(e.hint for e in EXERCISES if e.id == "03.allreduce_8")
     assert "rank 0" not in hint and "included" not in hint
+    assert "12" not in hint and "operation" not in hint   # the launch's numbers, read by the student; no naming of the step
 
 
 def test_the_sampler_exercises_refuse_the_worked_examples_answers_and_the_classic_mistakes():

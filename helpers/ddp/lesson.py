@@ -25,9 +25,9 @@ EXERCISES = [
              why="Padding repeats samples; drop_last=True drops the tail instead."),
     Exercise("03.allreduce_8", "number", digits=3,
              digest="f62982aa54f48ac4d23343858709fe1f4258de73c3364835c051e3960955d9cc",
-             hint="Section 1's first launch: each rank alone would have had 8 or 16 per weight, and every rank held "
-                  "12 after backward. Which operation on the ranks' gradients gives that? Apply it to r² for the ranks "
-                  "the question names.",
+             hint="Look again at section 1's first launch: what each rank alone would have had per weight, and what "
+                  "every rank held after backward. What rule ties the two? Apply it to r² for the ranks the question "
+                  "names.",
              why="DDP divides each bucket of gradients by the number of ranks and all-reduces (sums) what the ranks "
                  "divided, so every rank ends with the same average: that keeps DDP's replicas identical, and it is "
                  "why one step on 2 × B/2 samples equals one step on B (section 3)."),
