@@ -307,3 +307,36 @@ def test_the_rank_agreement_lines_follow_the_numbers():
     assert "the 3 ranks hold the same bits here" in text and "different last bits" not in text and "drift" not in text
     d["ring_between_ranks"] = 1e-7
     assert "the ranks differ by up to 1.0e-07" in "\n".join(ring_rank_lines(d))
+
+
+
+def _split_sweep(step_line: float, step: float, gamma: float, add: float, ring: float) -> dict:
+    """Two sizes; at 4 KiB the step line and γ's addition (ms) predict the ring, the measured step and addition its parts."""
+    sweep = _parts_sweep(1.0, 1.0)
+    sweep["sizes"] = sweep["sizes"][:2]
+    r = sweep["sizes"][1]
+    r["step_model_s"], r["step_s"], r["add_s"], r["ring_s"] = step_line * 1e-3, step * 1e-3, add * 1e-3, ring * 1e-3
+    r["ring_model_s"], r["ring_parts_s"] = (2 * step_line + gamma) * 1e-3, (2 * step + add) * 1e-3
+    return sweep
+
+
+def test_mostly_is_said_only_where_the_measured_parts_explain_over_half_of_the_excess_and_names_their_line():
+    # the stored run's 4 MiB: prediction 2.70, parts 2.77 (within 15% of the ring's 3.13) explain 16% of the excess
+    lines = ring_prediction_lines(_split_sweep(1.24, 1.25, 0.22, 0.27, 3.13))
+    text = "\n".join(lines)
+    assert "mostly because" not in text
+    assert "at 4 KiB within 15% of its measured parts, which explain under half" in lines[0]
+    assert "(×1.13), which explain 16% of the excess: most of it is the ring's time over its parts" in text
+    # the step line misses the measured step, and that explains most of the excess
+    lines = ring_prediction_lines(_split_sweep(1.0, 1.4, 0.2, 0.2, 3.0))
+    assert "at 4 KiB mostly because the step line misses its own measured steps" in lines[0]
+    # the additions take longer than γ says, and that explains most of the excess
+    lines = ring_prediction_lines(_split_sweep(1.0, 1.0, 0.2, 0.9, 3.0))
+    assert "at 4 KiB mostly because the additions' γ misses their measured time" in lines[0]
+    assert "step line misses its own measured steps" not in lines[0]
+
+
+def test_a_small_size_verdict_drawn_from_a_falling_time_says_so():
+    text = "\n".join(sweep_summary(_sweep(0.8)))
+    assert "pay mostly α" in text and "rests on that odd time" in text
+    assert "odd time" not in "\n".join(sweep_summary(_sweep(1.1)))

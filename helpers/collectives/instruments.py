@@ -188,9 +188,9 @@ def sweep_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int)
 
     One ring step (send ``bytes / n`` to the right while receiving as much from the left) and one
     addition of a received chunk are the ring's building blocks: timed alone, they give the α, β
-    and γ of the ring model (:func:`ring_model_time`). Every repeat times every size in turn, so a
-    burst of outside load falls on different sizes in different repeats, not on all repeats of one
-    size; each time is the best of ``repeats`` (``<name>_worst``: the slowest). The tensors hold
+    and γ of the ring model (:func:`ring_model_time`). Every repeat times every size in turn, in a
+    fresh order each repeat, so neither a burst of outside load nor a place in the order (or the size
+    timed just before) falls on all repeats of one size; each time is the best of ``repeats`` (``<name>_worst``: the slowest). The tensors hold
     zeros: every call sums or adds in place, and a sum of zeros stays zero (ones would double at
     each call and overflow float32 to inf after 128 of them); they are asserted finite at the end.
     """
@@ -206,8 +206,8 @@ def sweep_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int)
         plans.append((size, max(2, min(50, 2**20 // size)), fns))  # more calls per timing for small messages
         data.append((x, part, recv))
     times = [{name: [] for name in fns} for _, _, fns in plans]
-    for _ in range(repeats):
-        for (size, inner, fns), t in zip(plans, times):
+    for k in range(repeats):   # a fresh order each repeat, seeded by k, so the same on every rank
+        for (size, inner, fns), t in [(plans[i], times[i]) for i in np.random.default_rng(k).permutation(len(plans))]:
             for name, fn in fns.items():
                 dist.barrier()
                 t[name].append(agree(seconds_per_call(fn, inner, dev), "max"))

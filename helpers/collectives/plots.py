@@ -9,13 +9,9 @@ from matplotlib.figure import Figure
 
 from ..core.plots import finish
 from .instruments import COLLECTIVES, alpha_beta_time
+from .readout import _size, falling_time_lines
 
-__all__ = ["plot_collectives", "plot_bus_bandwidth", "sweep_summary", "ring_prediction_lines", "falling_time_lines",
-           "plot_scratch_ddp"]
-
-
-def _size(x: float) -> str:
-    return f"{x / 2**20:g} MiB" if x >= 2**20 else f"{x / 2**10:g} KiB"
+__all__ = ["plot_collectives", "plot_bus_bandwidth", "sweep_summary", "ring_prediction_lines", "plot_scratch_ddp"]
 
 
 def _holdings(ax, rows: list, title: str, vmax: float) -> None:
@@ -96,7 +92,9 @@ def sweep_summary(sweep: dict) -> list[str]:
     flat, steep = 0.7 <= grow[0] <= 2, grow[1] >= 8  # α alone: ×1; β alone: ×16
     if flat and steep:
         lines.append(f"  so small messages pay mostly α (time ×{grow[0]:.1f} for 16× the bytes; α alone would "
-                     f"give ×1), large ones mostly β (time ×{grow[1]:.1f}; β alone would give ×16)")
+                     f"give ×1), large ones mostly β (time ×{grow[1]:.1f}; β alone would give ×16)"
+                     + (f"; the small sizes' ×{grow[0]:.1f} < 1, a {size(small[0])} time above the {size(small[1])} one, "
+                        "is what no α–β line gives, so their verdict rests on that odd time" if grow[0] < 1 else ""))
     elif not flat:
         lines.append(f"  small sizes do not fit the α–β model here: ×{grow[0]:.1f} is outside the ×0.7–2 that α alone "
                      "would give, so this run does not show where α dominates")
@@ -139,34 +137,6 @@ def sweep_summary(sweep: dict) -> list[str]:
     return lines
 
 
-SERIES = {"gloo_s": "all_reduce", "ring_s": "ring", "step_s": "one step"}
-
-
-def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
-    """Where a timing falls as the message grows, which the α–β model cannot give, and what its repeats can say (08).
-
-    Each time is the best of its repeats, and every repeat times the sizes in turn, so a passing
-    burst of outside load falls on different sizes in different repeats. A raised best means that
-    every repeat at that size was slow: not one burst (a wide spread between the slowest and the best
-    repeat does not explain a high best), but a cost at that size or a load lasting through all its
-    repeats, which the sweep cannot tell apart. The cause is not identified by the sweep, so none is named.
-    """
-    rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
-    drops = [(key, name, lo, hi) for key, name in SERIES.items() if all(key in r for r in rows)
-             for lo, hi in zip(rows, rows[1:]) if hi[key] < (1 - margin) * lo[key]]
-    if not drops:
-        return []
-    spread = {(key, lo["bytes"]): lo[key[:-2] + "_worst"] / lo[key] for key, _, lo, _ in drops if key[:-2] + "_worst" in lo}
-    said = "; ".join(f"{name} {lo[key] * 1e3:.2f} ms at {_size(lo['bytes'])} → {hi[key] * 1e3:.2f} ms at {_size(hi['bytes'])}"
-                     + (f" (its repeats at {_size(lo['bytes'])}: slowest ×{spread[key, lo['bytes']]:.1f} the best)"
-                        if (key, lo["bytes"]) in spread else "") for key, name, lo, hi in drops)
-    where = ", ".join(f"{name} at {_size(lo['bytes'])}" for _, name, lo, _ in drops)
-    return [f"a time falls as the bytes grow ({said}): the α–β model, with β > 0, cannot give that",
-            f"  {where}: each time is the best of the repeats, which take turns with the other sizes, so every "
-            "repeat at that size was slow: not one passing burst of load, but a cost at that size or load that lasted "
-            "through every repeat at it (neither told apart nor identified here)"]
-
-
 def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     """Each size's times (all_reduce, ring, one ring step) and the ring against its predictions, led by one takeaway (08).
 
@@ -174,7 +144,8 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     alone. Where the rows hold ``ring_parts_s`` (the same recipe from each size's *measured* step and
     addition, no line) and ``step_model_s`` (the step line at that size), the lines also say whether the
     step line misses its own measured steps, how much of the ring's excess over the line's prediction
-    that miss explains, and bound a fixed cost per call that the ring adds to its parts: at most its
+    the measured parts explain ("mostly" only over half, naming the step line or the additions' γ,
+    whichever misses more), and bound a fixed cost per call that the ring adds to its parts: at most its
     smallest excess over them at any size (without the parts: at most the ring's fastest call).
     """
     rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
@@ -198,6 +169,12 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     ratio = lambda rs, key: f"×{min(r['ring_s'] / r[key] for r in rs):.2f}–×{max(r['ring_s'] / r[key] for r in rs):.2f}"  # noqa: E731
     rest = [r for r in above if parts and r["ring_s"] > (1 + margin) * r["ring_parts_s"]]
     near = [r for r in above if parts and r not in rest and r["ring_s"] >= (1 - margin) * r["ring_parts_s"]]
+    share = {r["bytes"]: (r["ring_parts_s"] - r["ring_model_s"]) / (r["ring_s"] - r["ring_model_s"]) for r in above} if parts else {}
+    steps = 2 * (sweep.get("world_size", 2) - 1)   # parts − prediction = the steps' miss of their line + the additions' of γ
+    cause = lambda r: ("the step line misses its own measured steps" if steps * (r["step_s"] - r["step_model_s"])  # noqa: E731
+                       >= r["ring_parts_s"] - r["ring_model_s"] - steps * (r["step_s"] - r["step_model_s"])
+                       else "the additions' γ misses their measured time")
+    mostly = [r for r in near if share[r["bytes"]] > 0.5]   # the parts explain more than half of the excess
     said = [f"ring within {margin:.0%} of its prediction at {names(fits)}"]
     if above:
         said.append(f"slower at {names(above)} ({ratio(above, 'ring_model_s')})")
@@ -205,8 +182,11 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     if rest:
         said.append(f"{'at each of them' if same(rest) else 'at ' + names(rest)} also more than its own parts timed "
                     f"alone add up to ({ratio(rest, 'ring_parts_s')}): a cost this run does not identify")
-    if near:
-        said.append(f"at {names(near)} mostly because the step line misses its own measured steps")
+    for c in sorted({cause(r) for r in mostly}):
+        said.append(f"at {names([r for r in mostly if cause(r) == c])} mostly because {c}")
+    if [r for r in near if r not in mostly]:
+        said.append(f"at {names([r for r in near if r not in mostly])} within {margin:.0%} of its measured parts, which "
+                    "explain under half of its excess over the prediction: the rest is not identified")
     if below:
         said.append(f"faster at {names(below)}")
     lines = ["in short: " + "; ".join(said)] + table
@@ -222,13 +202,13 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
         lines.append(f"slower than predicted at {names(above)}: {ratio(above, 'ring_model_s')} the prediction, "
                      f"{min(extra.values()) * 1e3:.2f}–{max(extra.values()) * 1e3:.2f} ms more per call")
         if parts:
-            share = {r["bytes"]: (r["ring_parts_s"] - r["ring_model_s"]) / extra[r["bytes"]] for r in above}
             lines.append("  of that excess, the prediction from the measured parts (not the line) accounts for: "
                          + ", ".join(f"{max(0.0, share[r['bytes']]):.0%} at {_size(r['bytes'])}" for r in above))
-            if near:
-                lines.append(f"  at {names(near)} the ring is within {margin:.0%} of the prediction from its "
-                             "measured parts: there the line's prediction falls short mostly because the step line "
-                             "misses its own measured steps, not because of a cost the ring adds to its parts")
+            lines += [f"  at {_size(r['bytes'])} the ring is within {margin:.0%} of the prediction from its measured parts "
+                      f"(×{r['ring_s'] / r['ring_parts_s']:.2f}), which explain {max(0.0, share[r['bytes']]):.0%} of the excess: "
+                      + (f"there the line's prediction falls short mostly because {cause(r)}, not because of a cost the ring "
+                         "adds to its parts" if r in mostly else "most of it is the ring's time over its parts, under "
+                         f"{margin:.0%} but not identified here") for r in near]
             extra = {r["bytes"]: r["ring_s"] - r["ring_parts_s"] for r in rows}
             if rest:
                 lines.append(f"  {'at each of them' if same(rest) else 'at ' + names(rest)} the ring still takes "
@@ -259,7 +239,6 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
         lines.append(f"faster than predicted at {names(below)}: there the ring took less than the lines "
                      "fitted to its parts timed alone add up to")
     if parts:
-        steps = 2 * (sweep.get("world_size", 2) - 1)
         under = [r for r in rows if r["ring_s"] < (1 - margin) * r["ring_parts_s"]]
         if under:
             lines.append(f"the ring took less than its measured parts add up to at {names(under)}: "

@@ -1,7 +1,11 @@
-"""Notebook 08's ring check read out in sentences generated from its numbers (08)."""
+"""Notebook 08's ring check and falling sweep times read out in sentences generated from its numbers (08)."""
 from __future__ import annotations
 
-__all__ = ["ring_rank_lines"]
+__all__ = ["ring_rank_lines", "falling_time_lines"]
+
+
+def _size(x: float) -> str:
+    return f"{x / 2**20:g} MiB" if x >= 2**20 else f"{x / 2**10:g} KiB"
 
 
 def ring_rank_lines(diffs: dict) -> list[str]:
@@ -20,3 +24,31 @@ def ring_rank_lines(diffs: dict) -> list[str]:
                  "copied it" if ring == 0 else
                  f"  ring: the ranks differ by up to {ring:.1e}, which copying finished chunks should not give")
     return lines
+
+
+SERIES = {"gloo_s": "all_reduce", "ring_s": "ring", "step_s": "one step"}
+
+
+def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
+    """Where a timing falls as the message grows, which the α–β model cannot give, and what its repeats can say (08).
+
+    Each time is the best of its repeats, and every repeat times the sizes in turn, in a fresh
+    order each repeat, so neither a passing burst of outside load nor a place in the order falls on
+    every repeat of one size. A raised best means that every repeat at that size was slow: not one burst (a wide spread between the slowest and the best
+    repeat does not explain a high best), but a cost at that size or a load lasting through all its
+    repeats, which the sweep cannot tell apart. The cause is not identified by the sweep, so none is named.
+    """
+    rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
+    drops = [(key, name, lo, hi) for key, name in SERIES.items() if all(key in r for r in rows)
+             for lo, hi in zip(rows, rows[1:]) if hi[key] < (1 - margin) * lo[key]]
+    if not drops:
+        return []
+    spread = {(key, lo["bytes"]): lo[key[:-2] + "_worst"] / lo[key] for key, _, lo, _ in drops if key[:-2] + "_worst" in lo}
+    said = "; ".join(f"{name} {lo[key] * 1e3:.2f} ms at {_size(lo['bytes'])} → {hi[key] * 1e3:.2f} ms at {_size(hi['bytes'])}"
+                     + (f" (its repeats at {_size(lo['bytes'])}: slowest ×{spread[key, lo['bytes']]:.1f} the best)"
+                        if (key, lo["bytes"]) in spread else "") for key, name, lo, hi in drops)
+    where = ", ".join(f"{name} at {_size(lo['bytes'])}" for _, name, lo, _ in drops)
+    return [f"a time falls as the bytes grow ({said}): the α–β model, with β > 0, cannot give that",
+            f"  {where}: each time is the best of the repeats, which take turns with the other sizes in a fresh order "
+            "each repeat, so every repeat at that size was slow: not one passing burst of load, but a cost at that "
+            "size or load that lasted through every repeat at it (neither told apart nor identified here)"]

@@ -6,6 +6,7 @@ after a few SGD steps its parameters must equal DDP's, and its step time is meas
 from __future__ import annotations
 
 import os
+import random
 import statistics
 from typing import Callable
 
@@ -78,7 +79,8 @@ def scratch_ddp_worker(rank: int, world_size: int, variants: tuple[str, ...], hi
                        steps: int, timed_steps: int, repeats: int, bucket_bytes: int, lr: float) -> dict:
     """Train every variant ``steps`` SGD steps and compare with DDP; then time ``timed_steps`` steps of each (08).
 
-    The variants' timings alternate within each of ``repeats`` rounds (the slowest rank's time each):
+    The variants' timings alternate within each of ``repeats`` rounds, in a fresh order each round
+    (the slowest rank's time each):
     ``step_s`` keeps each variant's best round, so a burst of outside load does not decide it, and
     ``rounds`` every round's time, in order, so that two variants can be compared round by round.
     """
@@ -91,8 +93,8 @@ def scratch_ddp_worker(rank: int, world_size: int, variants: tuple[str, ...], hi
             step()
         params[v] = [p.detach().cpu().clone() for p in model.parameters()]
     rounds: dict[str, list[float]] = {v: [] for v in variants}
-    for _ in range(repeats):
-        for v, (_, step, _) in runs.items():
+    for k in range(repeats):   # a fresh order each round, seeded by k, so the same on every rank
+        for v, (_, step, _) in random.Random(k).sample(list(runs.items()), len(runs)):
             dist.barrier()
             rounds[v].append(agree(seconds_per_call(step, timed_steps, dev), "max"))
     ref = params.get("ddp")
@@ -157,15 +159,15 @@ def compare_rounds(res: dict, a: str, b: str) -> tuple[str, str]:
 def ddp_verdict(res: dict) -> str:
     """Overlap vs buckets alone, buckets vs one all-reduce per parameter, judged round by round (08).
 
-    Each round times every variant in turn, so two variants are compared by their ratio within each
-    round (:func:`compare_rounds`); a direction is said only when every round, and enough of them, agree.
+    Each round times every variant in turn, in a fresh order each round, so two variants are compared by
+    their ratio within each round (:func:`compare_rounds`); a direction is said only when every round, and enough of them, agree.
     """
     said, verdicts = [], {}
     for a, b in (("overlapped", "bucketed"), ("bucketed", "per_parameter")):
         verdicts[a, b], why = compare_rounds(res, a, b)
         said.append(f"{a.replace('_', ' ')} {verdicts[a, b]} {b.replace('_', ' ')}: {why}")
     lines = [f"here, {len(res['rounds']['ddp'])} rounds of {res.get('timed_steps', '?')} steps, each round timing "
-             "every variant in turn:"] + [f"  {x}" for x in said]
+             "every variant in turn, in a fresh order each round:"] + [f"  {x}" for x in said]
     if "faster than" not in verdicts.values():
         lines.append("so in this run neither bucketing nor overlap shows a benefit that every round agrees on")
     overlap = verdicts["overlapped", "bucketed"]
