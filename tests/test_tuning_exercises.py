@@ -186,6 +186,20 @@ def test_grid_distinct_hint_gives_no_formula(lang):
     assert not any(s in hint for s in ("·", "^", "³", "cube", "root", "k k k", "세제곱"))
 
 
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_rungs_hint_does_not_name_the_last_rung(lang):
+    """Exercise 1's twist is that max_t stops no trial for its score: the hint must not point at max_t."""
+    import json
+    from pathlib import Path
+
+    from helpers.tuning.lesson import EXERCISES
+
+    ex = next(e for e in EXERCISES if e.id == "04.rungs_rf2")
+    ko = json.loads((Path(__file__).resolve().parents[1] / "i18n/ko/messages.json").read_text())
+    hint = ex.hint if lang == "en" else ko["exercises"][ex.id]["hint"]
+    assert not any(s in hint for s in ("max_t", "16", "stop_last_trials", "last rung", "whatever its score", "마지막"))
+
+
 # --- the code exercise: a trainable that reports config["x"] * epoch for epochs 1, 2, 3 -------------------------
 
 def right(config):

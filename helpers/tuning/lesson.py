@@ -133,8 +133,7 @@ EXERCISES = [
              why="A trainable is a plain function: Tune calls it with a config and reads what it reports, epoch by "
                  "epoch, which is what lets ASHA stop it early."),
     Exercise("04.rungs_rf2", "ints", digest="b582db5ce9d58ae8bc5f73069b6a9da16338afd834d6baca22a95a16d2ffc2bd",
-             hint="Start from the rungs, then read section 3 again: what happens to a trial that reaches max_t, "
-                  "whatever its score?",
+             hint="Start from the rungs, then check each one against section 3's rules for when a trial is stopped.",
              why="A smaller reduction factor means more rungs: more chances to stop a weak trial. max_t ends "
                  "every trial (Ray's default stop_last_trials=True), so it stops none of them for being weak."),
     Exercise("04.grid_distinct", "int", digest="a44b8cb3a3c86f77a469e6b85e9b824911d0fcf92715f5890fffd7f55bcbec76",
