@@ -129,8 +129,8 @@ EXERCISES = [
              why="Each rank sees only its shard: rank 0's own numbers describe part of the data, and a plain mean of "
                  "the ranks' means is off when the shards differ in size."),
     Exercise("05.rerun_points", "int", digest="dfb241ce0490a698009a7902dce75a24e47c6c2fb2c7d5db22d2aced0606128a",
-             hint="How many event files does the folder hold after the second run? And does the reader drop a point "
-                  "whose step it has already read?",
+             hint="How many event files does the folder hold after the second run? Look at how EventAccumulator reads "
+                  "a folder with several event files (tensorboard/backend/event_processing/event_accumulator.py).",
              why="The reader reads every event file of the folder and keeps each point: the second run's steps 0-99 "
                  "follow the first run's, and the curve doubles back. A rerun needs an empty folder (section 2's "
                  "first SummaryWriter cell deletes it first) or a folder of its own."),
