@@ -551,15 +551,19 @@ def test_printed_sums_add_up_and_the_bound_compares_compute_with_compute():
     assert "gap to the latter +5 ms" in text   # 207 − 202, not 207.4 − 202.4
 
 
+def _gap_row(m, step, f, b, msg=None):
+    """A pipeline row for gap_lines: every round the same step, both stages' pieces the same F and B."""
+    r = {"microbatches": m, "microbatch_rows": 64 // m, "step_s": step, "step_rounds": [step] * 3,
+         "step_range": (step, step), "compute_rounds": [[{"F": f, "B": b}] * 3] * 2}
+    if msg is not None:
+        r["message_s"] = [msg]
+    return r
+
+
 def test_gap_lines_outside_estimate_is_the_printed_figures_difference():
     # m = 1: compute parts 64.4 + 65.3 ms per stage print as 64 + 65, so 258 ms of a 267.6 → 268 ms step, "the other
     # 10 ms"; its two 1.47 ms messages print as 2.9 ms; the estimate is 10 − 2.9 = +7.1, not 267.6 − 259.4 − 2.94 = +5.3
-    def row(m, step, f, b, msg=None):
-        r = {"microbatches": m, "microbatch_rows": 64 // m, "step_s": step, "step_rounds": [step] * 3,
-             "step_range": (step, step), "compute_rounds": [[{"F": f, "B": b}] * 3] * 2}
-        if msg is not None:
-            r["message_s"] = [msg]
-        return r
+    row = _gap_row
     naive = row(1, 0.2676, 0.0644, 0.0653, msg=0.00147)
     text = P.gap_lines([naive, row(4, 0.2, 0.0644, 0.0653, msg=0.0004)])
     assert "the stages computed 258 ms of its 268 ms step" in text and "so the other 10 ms" in text
@@ -571,12 +575,7 @@ def test_gap_lines_outside_estimate_is_the_printed_figures_difference():
 
 
 def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot():
-    def row(m, step, f, b, msg=None):
-        r = {"microbatches": m, "microbatch_rows": 64 // m, "step_s": step, "step_rounds": [step] * 3,
-             "step_range": (step, step), "compute_rounds": [[{"F": f, "B": b}] * 3] * 2}
-        if msg is not None:
-            r["message_s"] = [msg]
-        return r
+    row = _gap_row
     # m = 1: 100 + 100 ms per stage (400 ms), step 420 ms: 20 ms outside, less two 1 ms messages: +18.0; m = 4's bound
     # step 250 ms, the pieces as at m = 1 (+0.0), messages +2.0 (the 2) to +8.0 (all 8); a +1 ms gap is overshot,
     # even by the pieces and the messages alone
