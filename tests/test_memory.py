@@ -217,6 +217,24 @@ def test_find_largest_batch_exact_with_tolerance_one():
     assert M.find_largest_batch(step, start=4096, tolerance=1).batch_size == 1562
 
 
+def test_find_largest_batch_from_a_start_that_is_no_power_of_two():
+    # 4097 fails, 2048 fits: the limit lies below 4097, not below 2 × 2048 = 4096, so 4096 must be tried
+    # (bisecting between 2048 and 4096 stopped at 4095, below the true limit)
+    res = M.find_largest_batch(_limit_step(4096), start=4097, tolerance=1)
+    assert res.batch_size == 4096 and (4096, True) in res.tried and (4097, False) in res.tried
+    for limit in (1, 2, 3, 5, 100, 1000, 2047, 3000, 5000):  # every limit below the start, from odd starts
+        for start in (limit + 1, 2 * limit + 1, 3 * limit + 2):
+            got = M.find_largest_batch(_limit_step(limit), start=start, tolerance=1).batch_size
+            assert got == limit, (limit, start, got)
+
+
+def _limit_step(limit):
+    def step(bs):
+        if bs > limit:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+    return step
+
+
 # --- exercise 06.mean_loss: wrong answers are refused
 
 def _sum_losses(model, batches, reduction="sum"):

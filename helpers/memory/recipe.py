@@ -64,7 +64,8 @@ def find_largest_batch(step: Callable[[int], object], start: int = 4096, minimum
 
     Halves from ``start`` until a step fits (retrying smaller on an out-of-memory error, the idea
     of Accelerate's ``find_executable_batch_size``), then, with ``refine``, bisects between the
-    last size that failed and the first that fitted until they are ``tolerance`` apart (default:
+    last size that failed (the one tried before it, not twice the size that fitted: from ``start=4097``
+    the first fit is 2048 and 4096 may fit too) and the first that fitted until they are ``tolerance`` apart (default:
     1/64 of the size found, about 1.6 %; ``tolerance=1`` finds the exact limit). Memory is freed
     *outside* the ``except`` block: inside it, the traceback still references the failed step's
     tensors.
@@ -90,12 +91,12 @@ def find_largest_batch(step: Callable[[int], object], start: int = 4096, minimum
         tried.append((bs, not failed))
         return not failed
 
-    bs = start
+    bs, bad = start, None  # bad: the smallest size that failed (from an odd start, not twice the first fit)
     while not fits(bs):
         if bs <= minimum:
             raise RuntimeError(f"even batch size {minimum} does not fit; make the model smaller or free memory")
-        bs = max(minimum, bs // 2)
-    good, bad = bs, (bs * 2 if bs < start else None)
+        bad, bs = bs, max(minimum, bs // 2)
+    good = bs
     if refine and bad is not None:
         while bad - good > (tolerance if tolerance is not None else max(1, good // 64)):
             mid = (good + bad) // 2
