@@ -108,6 +108,9 @@ def test_ops_table_prints_names_whole_up_to_60_characters_and_stays_narrow():
     assert loader in text and "x" * 59 + "…" in text and "x" * 60 not in text
     for shapes in (False, True):
         assert max(len(line) for line in MO.ops_table(events, shapes=shapes).splitlines()) <= 107
+    by_shape = MO.ops_table(events, shapes=True)           # whole names beside shapes too, each on a line below its row
+    assert loader in by_shape and "input shapes (non-empty): 64×32×8×8\n" in by_shape
+    assert "self mem KiB" in text.splitlines()[0]
 
 
 def _event(key, cpu=0, self_cpu=0, dev=0, self_dev=0):

@@ -221,6 +221,22 @@ def test_rerun_points_answer_is_what_tensorboards_reader_returns(tmp_path):
     assert verify("05.rerun_points", len(points))[0]
 
 
+@pytest.mark.parametrize("answer, ok", [(6, True), (3, False), (9, False), (12, False), (18, False), (8, False),
+                                        (20, False)])
+def test_profiler_steps_counts_active_steps_of_both_cycles(answer, ok):
+    # 3: one cycle only; 9: cycles until the loop ends (repeat=0); 12: the steps both cycles span (wait + warmup
+    # + active, twice); 18: every step after the first wait; 8: warm-up and active steps of both; 20: every step
+    assert verify("05.profiler_steps_repeat2", answer)[0] is ok
+
+
+def test_profiler_steps_answer_is_what_torchs_schedule_records():
+    from torch.profiler import ProfilerAction, schedule
+
+    s = schedule(wait=2, warmup=1, active=3, repeat=2)
+    recorded = sum(s(step) in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE) for step in range(20))
+    assert verify("05.profiler_steps_repeat2", recorded)[0]
+
+
 def test_run_epoch_means_weights_each_rank_by_its_samples():
     from helpers.monitor import run_epoch_means
 

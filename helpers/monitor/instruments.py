@@ -127,29 +127,31 @@ def ops_table(averages, sort_by: str = "self_cpu_time_total", rows: int = 8, sha
     """The profiler's top events (operators, and ranges such as ``ProfilerStep*``), in columns narrow enough not to
     wrap (at most 107 characters) (05).
 
-    ``averages`` is ``prof.key_averages()`` (with ``group_by_input_shape=True`` for ``shapes``).
+    ``averages`` is ``prof.key_averages()`` (with ``group_by_input_shape=True`` for ``shapes``, which prints each
+    row's input shapes on a line of their own below it).
     The columns are the event fields of ``FunctionEventAvg``: self and total CPU time, calls, and
     the self CUDA time when a GPU was profiled, or the self CPU memory (``profile_memory``).
     """
     events = sorted(averages, key=lambda e: getattr(e, sort_by), reverse=True)[:rows]
     total = sum(e.self_cpu_time_total for e in averages) or 1
     gpu = any(getattr(e, "self_device_time_total", 0) for e in averages)
-    longest = max((len(e.key) for e in events), default=0)  # names whole where they fit: 60 columns, 32 beside shapes
-    name_w = max(len("event"), min(longest, 32 if shapes else 60))
-    head = f"{'event':<{name_w}}" + (f" {'input shapes (non-empty)':<30}" if shapes else "")
+    longest = max((len(e.key) for e in events), default=0)  # names whole where they fit: 60 columns
+    name_w = max(len("event"), min(longest, 60))
+    head = f"{'event':<{name_w}}"
     head += f" {'self CPU':>9} {'%':>5} {'CPU total':>10} {'calls':>5}"
-    head += f" {'self CUDA':>10}" if gpu else f" {'self mem':>9}"
+    head += f" {'self CUDA':>10}" if gpu else f" {'self mem KiB':>13}"
     lines = [head, "-" * len(head)]
     for e in events:
         name = e.key if len(e.key) <= name_w else e.key[:name_w - 1] + "…"
         row = f"{name:<{name_w}}"
-        if shapes:
-            text = ", ".join("×".join(map(str, shape)) for shape in e.input_shapes if shape) or "-"
-            row += f" {text if len(text) <= 30 else text[:29] + '…':<30}"
         row += f" {_ms(e.self_cpu_time_total):>9} {100 * e.self_cpu_time_total / total:>4.1f}%"
         row += f" {_ms(e.cpu_time_total):>10} {e.count:>5}"
-        row += f" {_ms(e.self_device_time_total):>10}" if gpu else f" {_kib(e.self_cpu_memory_usage):>9}"
+        row += f" {_ms(e.self_device_time_total):>10}" if gpu else f" {_kib(e.self_cpu_memory_usage):>13}"
         lines.append(row)
+        if shapes:
+            text = ", ".join("×".join(map(str, s)) for s in e.input_shapes if s) or "none"
+            text = f"    input shapes (non-empty): {text}"
+            lines.append(text if len(text) <= 107 else text[:106] + "…")
     units = "times in ms, summed over the calls" if gpu else \
         "times in ms, memory in KiB net (negative: more freed), each summed over the calls"
     return "\n".join(lines + ["-" * len(head), f"self CPU total {_ms(total)} ms; {units}"])
