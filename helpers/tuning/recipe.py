@@ -95,8 +95,9 @@ def trial_device() -> torch.device:
     Ray sets ``CUDA_VISIBLE_DEVICES`` to the GPUs it gave a trial, so ``cuda:0`` is the first of
     them. To a trial given no GPU, Ray 2.60 hides nothing: it leaves ``CUDA_VISIBLE_DEVICES`` as it
     was unless ``RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO=1`` (``set_visible_accelerator_ids`` in
-    ``ray/_private/utils.py``; ray-project/ray#54868), so ``torch.cuda.is_available()`` is still
-    true there. The trial decides from ``ray.get_gpu_ids()``, the GPUs Ray gave it.
+    ``ray/_private/utils.py``; https://github.com/ray-project/ray/issues/54868), so
+    ``torch.cuda.is_available()`` is still true there. The trial decides from ``ray.get_gpu_ids()``,
+    the GPUs Ray gave it.
     """
     import ray
 
