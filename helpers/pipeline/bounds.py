@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 
 __all__ = ["beyond_bound_lines", "stage_costs", "compute_ms", "stage_bound", "bound_step", "against_bound",
-           "backward_products", "stage_cost_lines", "backward_wait_line"]
+           "backward_products", "forward_products", "stage_cost_lines", "backward_wait_line"]
 
 
 def _slowdown(row: dict, base: dict) -> float:
@@ -153,19 +153,25 @@ def backward_products(stages: list) -> list[int]:
     other layer's input, stage 1's received activation included (``requires_grad_`` in
     ``gpipe_step``), does. A count of work (multiply-adds), not of time.
     """
+    return [2 * n - (1 if s == 0 and n else 0) for s, n in enumerate(forward_products(stages))]
+
+
+def forward_products(stages: list) -> list[int]:
+    """How many matrix products with a square (width × width) weight each stage's forward runs: one per square
+    ``Linear`` (01). Stage 1's head and loss come on top; a count of work, not of time."""
     from torch import nn
-    counts = []
-    for s, stage in enumerate(stages):
-        square = [l for l in stage.modules() if isinstance(l, nn.Linear) and l.in_features == l.out_features]
-        counts.append(2 * len(square) - (1 if s == 0 and square else 0))
-    return counts
+    return [sum(isinstance(l, nn.Linear) and l.in_features == l.out_features for l in stage.modules()) for stage in stages]
 
 
-def stage_cost_lines(rows: list[dict], products: list[int] | None = None) -> str:
+COUNT_TOLERANCE = 0.05   # a time ratio "follows" a count of products only within 5 % of it (stage_cost_lines)
+
+
+def stage_cost_lines(rows: list[dict], products: list[int] | None = None, forward: list[int] | None = None) -> str:
     """Each stage's measured cost at m = 1, the bound they give per m beside the equal-cost ideal (01).
 
-    With ``products`` (``backward_products``: each stage's same-size matrix products in its backward),
-    also the backward times' ratio beside the products' ratio: work counted against time measured.
+    With ``products`` (``backward_products``) and ``forward`` (``forward_products``): each stage's same-size matrix
+    products, the backward times' and the forward times' ratios beside the products' ratios; the times are said to
+    follow the counts only where both ratios lie within ``COUNT_TOLERANCE`` of their counts.
     """
     (f0, b0), (f1, b1) = costs = stage_costs(rows[0])
     slow = max((0, 1), key=lambda s: sum(costs[s]))
@@ -174,13 +180,20 @@ def stage_cost_lines(rows: list[dict], products: list[int] | None = None) -> str
              f"B {ms[0][1]} ms = {sum(ms[0])} ms; stage 1: F {ms[1][0]} + B {ms[1][1]} = "
              f"{sum(ms[1])} ms: stage {slow} takes ×{sum(costs[slow]) / sum(costs[1 - slow]):.2f} the other's time"]
     if products:
-        measured, counted = b1 / b0, products[1] / products[0]
-        same = round(measured, 2) == round(counted, 2)
-        lines.append(f"backward at m = 1: stage 1 took ×{measured:.2f} stage 0's time (measured); it runs "
-                     f"{products[1]} matrix products of the same size against stage 0's {products[0]} (counted from "
-                     f"the square layers), ×{counted:.2f} the work in them"
-                     + (": here the time's ratio matches the count" if same else
-                        ": the count is work, not time, and this run does not separate why the time's ratio differs"))
+        pairs = ([("forward", f1 / f0, forward)] if forward else []) + [("backward", b1 / b0, products)]
+        for kind, measured, n in pairs:
+            extra = " (plus its head and the loss)" if kind == "forward" else ""
+            lines.append(f"{kind} at m = 1: stage 1 took ×{measured:.2f} stage 0's time (measured); it runs {n[1]} matrix "
+                         f"products of the same size against stage 0's {n[0]}{extra}, ×{n[1] / n[0]:.2f} the work in them")
+        off = [f"{k}'s" for k, t, n in pairs if abs(t / (n[1] / n[0]) - 1) > COUNT_TOLERANCE]
+        if not forward:
+            lines[-1] += ": the count is work, not time; the forward's ratio is not given, so no verdict"
+        elif off:
+            lines[-1] += (f": the {' and the '.join(off)} ratio{'s lie' if len(off) > 1 else ' lies'} more than "
+                          f"{COUNT_TOLERANCE:.0%} from {'their counts' if len(off) > 1 else 'its count'}: this run does "
+                          "not confirm that the times follow the count")
+        else:
+            lines[-1] += f": both ratios lie within {COUNT_TOLERANCE:.0%} of their counts: here the times follow the count"
     lines.append(f"best speedup of this compute ({sum(ms[0]) + sum(ms[1])} ms at m = 1) with these costs (per phase: the "
                  "slower stage's work + one micro-batch of the other's) against the equal-cost ideal 2m/(m + 1): "
                  + ", ".join(f"m = {r['microbatches']}: {stage_bound(rows[0], r['microbatches']):.2f}× "
@@ -219,7 +232,7 @@ def backward_wait_line(row: dict, stage: int = 0, base: dict | None = None) -> s
     return line + (f"; stage 1's backward pieces took ×{mean[1] / mean[0]:.2f} stage 0's in that round{whole}, and each B0.i waits "
                    f"for B1.i's gradient: at the two stages' means that makes stage 0 wait {d:.2f} ms before each "
                    f"backward but the first, {len(spans) - 1} × {d:.2f} = {slower:.2f} ms of the {wait_ms:.1f} ms, "
-                   + (f"{slower / wait_ms:.0%} of the idle time; the rest ({wait_ms - slower:.2f} ms: the messages' "
-                      "delivery, uneven pieces) this run does not separate" if slower < 0.995 * wait_ms
+                   + (f"{slower / wait_ms:.0%} of the idle time; the rest ({wait_ms - slower:.2f} ms) is not split further here (the "
+                      "messages' delivery, uneven pieces)" if slower < 0.995 * wait_ms
                       else "all of the idle time" if slower <= 1.005 * wait_ms
                       else "more than the idle time (the pieces were uneven)"))

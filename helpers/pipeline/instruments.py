@@ -177,7 +177,7 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
     with a ``torch.cuda.synchronize`` before each clock reading, so the kernels are timed, not their
     launch. A pipeline only helps if cutting the batch costs little. ``cost_vs_m1``: the median
     time over ``repeats`` rounds against the first m's median; ``cost_range``: the fastest and
-    slowest round on the same scale (the spread to read the median against); ``ratio_range``: the
+    slowest round on the same scale (the spread to read the median against), ``cost_rounds`` every round on it; ``ratio_range``: the
     ratio's range when m = 1's own rounds are taken at their fastest and slowest too.
     """
     from ..dist.ranks import choose_backend
@@ -206,4 +206,5 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
     return [{"microbatches": m, "microbatch_rows": batch // m, "seconds": statistics.median(times[m]), "stage": 0,
              "where": where, "cost_vs_m1": statistics.median(times[m]) / base,
              "cost_range": (min(times[m]) / base, max(times[m]) / base),
+             "cost_rounds": [t / base for t in times[m]],
              "ratio_range": (min(times[m]) / max(t1), max(times[m]) / min(t1))} for m in ms]

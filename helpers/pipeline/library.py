@@ -23,7 +23,7 @@ __all__ = ["LiveCounter", "library_worker", "reference_gradients", "run_library"
 
 
 class LiveCounter(nn.Module):
-    """Wraps a stage and counts the micro-batches whose activations it holds (forward done, backward not)."""
+    """Wraps a stage and counts the micro-batches whose activations it holds: from the forward until the output's gradient arrives (01)."""
 
     def __init__(self, inner: nn.Module) -> None:
         super().__init__()

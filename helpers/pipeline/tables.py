@@ -5,9 +5,9 @@ import statistics
 
 from .bounds import _compute, _slowdown, against_bound, compute_ms, stage_bound, stage_costs
 from .instruments import bubble_fraction
+from .rounds import against_naive, rounds_side
 
-__all__ = ["gpipe_table", "piece_cost_lines", "message_lines", "rounds_side", "against_naive", "piece_model_lines",
-           "library_lines", "best_split_line"]
+__all__ = ["gpipe_table", "piece_cost_lines", "message_lines", "piece_model_lines", "library_lines", "best_split_line"]
 
 
 def gpipe_table(rows: list[dict]) -> str:
@@ -37,11 +37,11 @@ def gpipe_table(rows: list[dict]) -> str:
                  + "; bubble (model) = (p − 1)/(m + p − 1), each stage's idle share in GPipe's model")
     over = [r["microbatches"] for r in rows[1:] if round(r["efficiency"], 2) > 1]
     if over:
-        line = (f"efficiency above 1.00 at m = {', '.join(map(str, over))}: the ideal 2m/(m + 1) is a model of "
-                "compute alone, each piece 1/m of m = 1's, and speedup divides m = 1's whole step")
+        line = (f"efficiency above 1.00 at m = {', '.join(map(str, over))}: the ideal 2m/(m + 1) is a ratio of compute "
+                "times (each piece 1/m of m = 1's compute), the speedup a ratio of whole steps")
         if staged:
             base = rows[0]
-            line += (f", {round(1e3 * base['step_s']) - compute_ms(base)} ms of it outside the compute: zero_grad and the "
+            line += (f", and m = 1's step holds {round(1e3 * base['step_s']) - compute_ms(base)} ms outside its compute: zero_grad and the "
                      "SGD update do the same work at every m, the messages and the waiting do not")
             if "message_s" in base:
                 out_ms, msg_ms = round(1e3 * base["step_s"]) - compute_ms(base), round(2e3 * min(base["message_s"]), 1)
@@ -57,27 +57,6 @@ def gpipe_table(rows: list[dict]) -> str:
             line += "; section 4 measures the pieces' cost"
         lines.append(line)
     return "\n".join(lines)
-
-
-def rounds_side(a: list[float], b: list[float]) -> tuple[str, str]:
-    """How step rounds ``a`` compare with ``b`` (01), as notebook 03's verdicts: faster/slower where the ranges do not
-    overlap; mostly faster/slower where at least 3 in 4 of the pairs (a round of each) agree; else unclear.
-
-    Returns (verdict, why); a pairs count is rank-based, so one outlying round cannot decide it.
-    """
-    if max(a) < min(b) or min(a) > max(b):
-        return ("faster" if max(a) < min(b) else "slower"), "the rounds do not overlap"
-    n = len(a) * len(b)
-    up, down = sum(x > y for x in a for y in b), sum(x < y for x in a for y in b)
-    side, k = ("slower", up) if up >= down else ("faster", down)
-    return ("mostly " + side if 4 * k >= 3 * n else "unclear"), f"the rounds overlap; {side} in {k} of the {n} pairs of rounds"
-
-
-def against_naive(row: dict, base: dict) -> str:
-    """Faster or slower than the naive split (m = 1): by the rounds, ``rounds_side`` (01)."""
-    v, why = rounds_side(row["step_rounds"], base["step_rounds"])
-    return (f"{v} than the naive split ({why})" if v != "unclear" else
-            f"no clear difference from the naive split ({why})")
 
 
 def piece_model_lines(rows: list[dict], costs: list[dict]) -> str:
@@ -164,8 +143,7 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
     if both:
         lines.append("GPipe, library against hand-written: step ms (rounds) and efficiency, each over its own m = 1; the "
                      "same schedule, the same timed parts (zero_grad, the step, the SGD update),\nin separate launches "
-                     "(a difference is the implementations' overhead or run-to-run noise, which this run does not "
-                     "separate; at m = 1 neither pipelines):")
+                     "(at m = 1 neither pipelines):")
         for m in both:
             lib_r, hw = gp[m], hand_by_m[m]
             (llo, lhi), (hlo, hhi) = lib_r["step_range"], hw["step_range"]
@@ -176,6 +154,7 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
             verdict = f"no clear difference ({why})" if v == "unclear" else f"{who} {v} ({why})"
             lines.append(f"  m = {m}: library {1e3 * lib_r['step_s']:.0f} ({1e3 * llo:.0f}–{1e3 * lhi:.0f}) {lib_r['efficiency']:.0%}, "
                          f"hand-written {1e3 * hw['step_s']:.0f} ({1e3 * hlo:.0f}–{1e3 * hhi:.0f}) {hw['efficiency']:.0%}: {verdict}")
+        lines.append(_largest_gap_line(gp, hand_by_m, both, lib))
     differ = []
     for r in (r for r in lib if r["schedule"] == "1f1b" and r["microbatches"] in gp):
         g = gp[r["microbatches"]]
@@ -188,16 +167,32 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
     if any(r["schedule"] == "1f1b" and r["microbatches"] in gp for r in lib):
         lines.append(("1F1B differed from GPipe by the rounds at " + ", ".join(differ) + ": GPipe's model gives "
                       "both the same bubble, so the difference lies outside it (the implementation, the machine), "
-                      "which this notebook does not measure") if differ else
+                      "which this notebook does not time") if differ else
                      "1F1B against GPipe: no clear difference at any m, as the model's equal bubble has it")
     return "\n".join(lines)
+
+
+def _largest_gap_line(gp: dict, hand_by_m: dict, both: list[int], lib: list[dict]) -> str:
+    """Where the library's GPipe and the hand-written one differed most, by their efficiencies, and what this run says
+    of it: the rounds' verdict, the library's 1F1B at that m, and that the library's steps are timed whole (01)."""
+    m = max(both, key=lambda k: abs(gp[k]["efficiency"] - hand_by_m[k]["efficiency"]))
+    lib_r, hw = gp[m], hand_by_m[m]
+    v, _ = rounds_side(lib_r["step_rounds"], hw["step_rounds"])
+    one = next((r for r in lib if r["schedule"] == "1f1b" and r["microbatches"] == m), None)
+    line = (f"largest difference in efficiency: m = {m}, library GPipe {1e3 * lib_r['step_s']:.0f} ms "
+            f"({lib_r['efficiency']:.0%}) against hand-written {1e3 * hw['step_s']:.0f} ms ({hw['efficiency']:.0%})"
+            + (f"; the library's 1F1B took {1e3 * one['step_s']:.0f} ms at that m" if one else ""))
+    if v == "unclear":
+        return line + ": the rounds do not set the two steps apart"
+    return line + (": the rounds set the two steps apart, and this run, which times the library's steps only whole, "
+                   "leaves the cause unexplained")
 
 
 def piece_cost_lines(costs: list[dict]) -> str:
     """Each m's stage time against m = 1's, with its rounds' range and a verdict that respects it (01).
 
-    "more"/"less" only where the two ranges do not overlap; otherwise the difference is within the
-    spread of the rounds and is said so. Where a range that does not overlap m = 1's touches it at
+    "more"/"less" where the two ranges do not overlap; where they overlap, "mostly more"/"mostly less" by the pairs
+    of rounds (``cost_rounds``) as ``rounds_side`` judges steps, else "no clear difference". Where a range that does not overlap m = 1's touches it at
     two decimals (×1.05 beside m = 1's ×1.05), both are printed with three (or more), so the printed ranges
     show the gap the verdict rests on.
     """
@@ -214,8 +209,15 @@ def piece_cost_lines(costs: list[dict]) -> str:
     for r in costs:
         lo, hi = r["cost_range"]
         d = d_touch if r in touch or (r is costs[0] and touch) else 2
-        verdict = ("the baseline" if r is costs[0] else "more than in one piece" if lo > hi1
-                   else "less than in one piece" if hi < lo1 else "no clear difference (the rounds overlap m = 1's)")
+        if r is costs[0]:
+            verdict = "the baseline"
+        elif lo > hi1 or hi < lo1:
+            verdict = "more than in one piece" if lo > hi1 else "less than in one piece"
+        else:   # overlapping: the same pairs test as the steps' (rounds_side)
+            v, why = rounds_side(r.get("cost_rounds", [lo, hi]), costs[0].get("cost_rounds", [lo1, hi1]))
+            why = why.replace("the rounds overlap", "the rounds overlap m = 1's").replace("slower", "more").replace("faster", "less")
+            verdict = (f"no clear difference ({why})" if v == "unclear"
+                       else f"{v.replace('slower', 'more').replace('faster', 'less')} than in one piece ({why})")
         lines.append(f"m = {r['microbatches']:>2} ({r['microbatch_rows']:>4} rows): ×{r['cost_vs_m1']:.2f} the m = 1 time "
                      f"(rounds ×{lo:.{d}f}–{hi:.{d}f}): {verdict}")
     return "\n".join(lines)
