@@ -329,7 +329,48 @@ def _track_off(model, head):                       # no running statistics kept,
     return model
 
 
-WRONG = [_copied_loop, _frozen_bn_swap, _old_recipe, _no_dot, _bn_no_dot, _substring, _all_eval, _all_batchnorm_eval, _only_2d, _getattr, _freeze_others_only,
+def _bn_with_params_all_frozen(model, head):       # eval only for a BatchNorm that has parameters, all frozen: a
+    from torch import nn                           # parameterless BatchNorm in the backbone keeps training
+    _old_recipe(model, head)
+    for m in model.modules():
+        ps = list(m.parameters())
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and ps and not any(p.requires_grad for p in ps):
+            m.eval()
+    return model
+
+
+def _head_children(model, head):                   # membership by head.children(): a head BatchNorm one level
+    from torch import nn                           # deeper is put in evaluation mode
+    _old_recipe(model, head)
+    inside = set(model.get_submodule(head).children())
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and m not in inside:
+            m.eval()
+    return model
+
+
+def _head_modules(model, head):                    # the same by head.modules(): right
+    from torch import nn
+    _old_recipe(model, head)
+    inside = set(model.get_submodule(head).modules())
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and m not in inside:
+            m.eval()
+    return model
+
+
+def test_parameterless_backbone_batchnorm_and_a_nested_head_batchnorm_are_judged():
+    from helpers.core.checks import verify
+    ok, message = verify("07.freeze_all_but", _bn_with_params_all_frozen)
+    assert not ok and "'body.5" in message, message
+    ok, message = verify("07.freeze_all_but", _head_children)
+    assert not ok and "head.1.0." in message, message
+    for fn in (_ref, _head_modules):
+        ok, message = verify("07.freeze_all_but", fn)
+        assert ok, message
+
+
+WRONG = [_bn_with_params_all_frozen, _head_children, _copied_loop, _frozen_bn_swap, _old_recipe, _no_dot, _bn_no_dot, _substring, _all_eval, _all_batchnorm_eval, _only_2d, _getattr, _freeze_others_only,
          _train_at_the_end, _children_only, _uses_helper, _track_off]
 
 
@@ -487,9 +528,10 @@ def test_compare_strategies_reports_whole_epochs_of_at_least_the_steps_asked():
 
 def test_augmentation_effect_takes_extra_transforms():
     from torchvision.transforms import v2
-    rows = TR.augmentation_effect(per_class=1, steps=1, seeds=(0,), names=["erase"],
+    rows = TR.augmentation_effect(per_class=4, steps=3, seeds=(0,), names=["erase"],
                                   extra={"erase": v2.RandomErasing(p=1.0, scale=(0.02, 0.1))})
     assert [r["augmentation"] for r in rows] == ["erase"] and 0 <= rows[0]["test_acc"] <= 1
+    assert rows[0]["steps"] == 4   # 40 images in batches of 32: whole epochs of 2 steps, at least 3
 
 
 def test_plot_transformed_draws_every_output_to_the_same_scale():

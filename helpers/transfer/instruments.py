@@ -67,7 +67,9 @@ def compare_to(a: float, b: float, n: int) -> tuple[str, float]:
     could reverse. A rough rule: it treats the two accuracies as independent, which overstates the
     test-set part of the noise when the two models tend to miss the same images (their per-image
     correctness positively correlated, see :func:`correctness_correlation`), and leaves out
-    seed-to-seed variation; an accuracy averaged over seeds is treated as one model's on ``n`` images.
+    seed-to-seed variation; an accuracy averaged over seeds is treated as one model's on ``n`` images,
+    which overstates its test-set noise too: per image, the share of seeds right lies in [0, 1], so
+    its variance is at most p(1 − p), a 0/1 outcome's with the same mean p.
     """
     noise = 2 * math.sqrt(binomial_se(a, n) ** 2 + binomial_se(b, n) ** 2)
     return ("within noise" if abs(a - b) <= noise else "beats" if a > b else "trails"), noise
@@ -193,7 +195,8 @@ def augmentation_effect(per_class: int = 10, steps: int = 300, seeds: Sequence[i
     """Test accuracy on all 10 digits, trained from scratch on ``device`` with ``per_class`` labels, per augmentation (07).
 
     ``names``: which of :func:`augmentations` (and of ``extra``, your own named transforms) to
-    measure; all of them by default.
+    measure; all of them by default. Each model trains for whole epochs, at least ``steps`` optimizer
+    steps (the count is in ``"steps"``).
     """
     augs = {**augmentations(), **(extra or {})}
     names = list(names or augs)
@@ -207,10 +210,11 @@ def augmentation_effect(per_class: int = 10, steps: int = 300, seeds: Sequence[i
             loader = DataLoader(Augmented(base, augs[name]), batch_size=32, shuffle=True,
                                 generator=torch.Generator().manual_seed(seed))
             model = DigitsCNN().to(device)
-            train(model, loader, epochs=max(1, math.ceil(steps / len(loader))), lr=3e-3, progress=False)
+            epochs = max(1, math.ceil(steps / len(loader)))
+            train(model, loader, epochs=epochs, lr=3e-3, progress=False)
             accs.append(evaluate(model, test_loader)["acc"])
         rows.append({"augmentation": name, "test_acc": sum(accs) / len(accs), "seed_accs": accs,
-                     "n_test": len(test_loader.dataset)})
+                     "steps": epochs * len(loader), "n_test": len(test_loader.dataset)})
     return rows
 
 

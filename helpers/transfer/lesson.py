@@ -20,7 +20,10 @@ def _freeze_cases() -> list[tuple[str, object, str]]:
     it is caught for BatchNorm membership too), once with the head frozen before; a head that holds BatchNorm layers of its
     own (they must keep training, statistics included), one of them without parameters (``affine=False``), so
     deciding by "all its parameters are frozen" (``freeze_batchnorm_stats``'s rule, shown in the notebook) puts it in
-    evaluation mode: what decides is membership in the head; a head named by a dotted path.
+    evaluation mode: what decides is membership in the head; in the same model a parameterless BatchNorm in the
+    backbone, which must be in evaluation mode, so "has parameters, all frozen" is caught too, and a head BatchNorm
+    one level below the head's children, so membership by ``head.children()`` instead of ``head.modules()`` is
+    caught; a head named by a dotted path.
     """
     import torch
     from torch import nn
@@ -43,9 +46,10 @@ def _freeze_cases() -> list[tuple[str, object, str]]:
     torch.manual_seed(0)
     frozen_before = Siblings()
     frozen_before.fc2.requires_grad_(False)  # a head frozen before: the function must make it train
-    bn_head = nn.Sequential(OrderedDict(body=body(), head=nn.Sequential(
-        nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 6), nn.BatchNorm1d(6, affine=False), nn.ReLU(),
-        nn.Linear(6, 3))))   # a parameterless BatchNorm in the head: it trains, yet has no parameter to unfreeze
+    bn_head = nn.Sequential(OrderedDict(body=nn.Sequential(*body(), nn.BatchNorm1d(4, affine=False)), head=nn.Sequential(
+        nn.Linear(4, 6), nn.Sequential(nn.BatchNorm1d(6)), nn.ReLU(), nn.Linear(6, 6), nn.BatchNorm1d(6, affine=False),
+        nn.ReLU(), nn.Linear(6, 3))))   # a parameterless BatchNorm in the head: it trains, yet has no parameter to
+    # unfreeze; one in the backbone (body.5): frozen, yet has no frozen parameter either; head.1.0: a level deeper
     dotted = nn.Sequential(OrderedDict(net=nn.Sequential(*body(), nn.Linear(4, 3))))
     return [("the course CNN", DigitsCNN(), "classifier"),
             ("a model with layers fc and fc2", Siblings(), "fc"),

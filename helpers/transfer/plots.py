@@ -37,7 +37,7 @@ def plot_strategies(rows: list[dict], label: str = "") -> Figure | None:
     last = [r for r in rows if r["shots"] == shots[-1]]
     ax[1].barh([MODES[r["mode"]] for r in last], [1e3 * r["sec_per_step"] for r in last],
                color=[f"C{list(MODES).index(r['mode'])}" for r in last])
-    ax[1].set(xlabel=f"ms per step ({shots[-1]} images per class)", title="time per optimizer step")
+    ax[1].set(xlabel=f"mean ms per step ({shots[-1]} images per class)", title="time per optimizer step")
     ax[1].tick_params(axis="y", labelsize=9)
     ax[1].invert_yaxis()
     return finish(fig, label)
