@@ -324,7 +324,7 @@ def test_rings_equal_all_reduce_with_unequal_chunks():
     assert d["naive_vs_all_reduce"] < 1e-5 * d["scale"]
     assert d["ring_vs_all_reduce"] < 1e-5 * d["scale"]
     assert d["reduce_scatter_vs_dist"] < 1e-5 * d["scale"]
-    assert d["ring_between_ranks"] == 0   # each chunk summed once, then copied: every rank holds the same bits
+    assert d["ring_between_ranks"] == 0   # each chunk's sum one chain of additions, then copied: same bits
     assert d["naive_between_ranks"] >= 0
     assert owned_chunk(0, 3) == 1 and owned_chunk(0, 1) == 0
 

@@ -87,12 +87,12 @@ def sweep_summary(sweep: dict) -> list[str]:
     small, large = (b[0], b[2]), (b[-3], b[-1])  # 1 → 16 KiB and 1 → 16 MiB: 16× the bytes each
     grow = [t[hi] / t[lo] for lo, hi in (small, large)]
     size = _size
-    lines = [f"all_reduce time, {size(lo)} → {size(hi)} ({hi // lo}× the bytes): ×{g:.1f}"
-             for (lo, hi), g in zip((small, large), grow)]
+    lines = ["all_reduce time for 16× the bytes: " + ", ".join(f"×{g:.1f} from {size(lo)} to {size(hi)}" for (lo, hi), g
+                                                               in zip((small, large), grow))
+             + " (α alone would give ×1, β alone ×16)"]
     flat, steep = 0.7 <= grow[0] <= 2, grow[1] >= 8  # α alone: ×1; β alone: ×16
     if flat and steep:
-        lines.append(f"  so small messages pay mostly α (time ×{grow[0]:.1f} for 16× the bytes; α alone would "
-                     f"give ×1), large ones mostly β (time ×{grow[1]:.1f}; β alone would give ×16)"
+        lines.append("  so small messages pay mostly α, large ones mostly β"
                      + (f"; the small sizes' ×{grow[0]:.1f} < 1, a {size(small[0])} time above the {size(small[1])} one, "
                         "is what no α–β line gives, so their verdict rests on that odd time" if grow[0] < 1 else ""))
     elif not flat:
@@ -100,31 +100,21 @@ def sweep_summary(sweep: dict) -> list[str]:
                      "would give, so this run does not show where α dominates")
     else:
         lines.append(f"  large sizes: ×{grow[1]:.1f} for 16× the bytes, so β does not dominate yet at these sizes here")
-    big = max(sweep["sizes"], key=lambda r: r["bytes"])
     inv_beta, algbw = 1e-9 / sweep["beta_s_per_byte"], max(r["bytes"] / r["gloo_s"] / 1e9 for r in sweep["sizes"])
     over = [r for r in sweep["sizes"] if r["bytes"] / r["gloo_s"] / 1e9 >= inv_beta]
-    lines.append(f"the fitted line: {size(big['bytes'])} in {big['gloo_model_s'] * 1e3:.1f} ms, timed "
-                 f"{big['gloo_s'] * 1e3:.1f} ms; 1/β = {inv_beta:.2f} GB/s is "
-                 f"{'above' if not over else 'not above'} every size's bytes/time (at most {algbw:.2f} GB/s)")
-    lines.append("  as the model says: bytes/(α + bytes·β) stays below 1/β while α > 0, nearing it only as messages grow"
-                 if not over else
-                 f"  at {', '.join(size(r['bytes']) for r in over)} bytes/time reaches "
-                 f"{', '.join(format(r['bytes'] / r['gloo_s'] / 1e9, '.2f') for r in over)} GB/s, which the model with α > 0 "
-                 "cannot give (bytes/(α + bytes·β) < 1/β): the line misdescribes "
+    lines.append(f"the fitted line's 1/β = {inv_beta:.2f} GB/s is above every size's bytes/time (at most {algbw:.2f} GB/s), "
+                 "as the model with α > 0 says" if not over else
+                 f"the fitted line's 1/β = {inv_beta:.2f} GB/s; at {', '.join(size(r['bytes']) for r in over)} bytes/time "
+                 f"reaches {', '.join(format(r['bytes'] / r['gloo_s'] / 1e9, '.2f') for r in over)} GB/s, which no line "
+                 "with α > 0 gives (bytes/(α + bytes·β) < 1/β): the line misdescribes "
                  f"{'that size' if len(over) == 1 else 'those sizes'}")
     fastest = min(sweep["sizes"], key=lambda r: r["gloo_s"])
     if sweep["alpha_s"] > fastest["gloo_s"] and sweep["beta_s_per_byte"] >= 0:   # the line is ≥ α at every size
-        high = [r for r in sorted(sweep["sizes"], key=lambda r: r["bytes"]) if r["gloo_model_s"] > r["gloo_s"]]
-        lines.append(f"the fitted α ({sweep['alpha_s'] * 1e6:.0f} µs) is more than the fastest timed all_reduce "
-                     f"({fastest['gloo_s'] * 1e3:.2f} ms at {size(fastest['bytes'])}): no line starting at that α passes "
-                     "through that time; fitted over all sizes, the line overestimates the time (line above timed) at "
-                     + ", ".join(f"{size(r['bytes'])} ({r['gloo_model_s'] * 1e6:.0f} µs on the line, "
-                                 f"{r['gloo_s'] * 1e6:.0f} µs timed)" for r in high))
-    low = [r for r in sorted(sweep["sizes"], key=lambda r: r["bytes"]) if r["gloo_model_s"] < r["gloo_s"]]
-    if low:   # the other side of the same fit: where the timed all_reduce is above its line
-        lines.append("fitted over all sizes, the line underestimates the time (timed above the line) at " + ", ".join(
-            f"{size(r['bytes'])} (×{r['gloo_s'] / r['gloo_model_s']:.2f}: {r['gloo_model_s'] * 1e6:.0f} µs on the "
-            f"line, {r['gloo_s'] * 1e6:.0f} µs timed)" for r in low))
+        lines.append(f"the fitted α ({sweep['alpha_s'] * 1e6:.0f} µs) is above the fastest timed all_reduce "
+                     f"({fastest['gloo_s'] * 1e3:.2f} ms at {size(fastest['bytes'])}): a least-squares line passes between "
+                     "the times, above some of them")
+    lines.append("timed all_reduce / fitted line: " + ", ".join(f"×{r['gloo_s'] / r['gloo_model_s']:.2f} at {size(r['bytes'])}"
+                                            for r in sorted(sweep["sizes"], key=lambda r: r["bytes"])))
     busbw = [f"{r['gloo_busbw_gbs']:.2f}" for r in sweep["sizes"][-3:]]
     lines.append(f"bus bandwidth at {', '.join(size(r['bytes']) for r in sweep['sizes'][-3:])}: {', '.join(busbw)} GB/s")
     k, one = b[-3] // b[0], sweep["sizes"][0]
@@ -142,11 +132,11 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
 
     The prediction (``ring_model_s``) comes from lines fitted to the step and the addition timed
     alone. Where the rows hold ``ring_parts_s`` (the same recipe from each size's *measured* step and
-    addition, no line) and ``step_model_s`` (the step line at that size), the lines also say whether the
-    step line misses its own measured steps, how much of the ring's excess over the line's prediction
-    the measured parts explain ("mostly" only over half, naming the step line or the additions' γ,
-    whichever misses more), and bound a fixed cost per call that the ring adds to its parts: at most its
-    smallest excess over them at any size (without the parts: at most the ring's fastest call).
+    addition, no line) and ``step_model_s`` (the step line at that size), the takeaway also says, where
+    the ring is within ``margin`` of its measured parts, how much of its excess over the prediction they
+    explain, split into the steps (with how far the step line is from the measured step) and the
+    additions; and a fixed cost per call that the ring adds to its parts is bounded: at most its smallest
+    excess over them at any size (without the parts: at most the ring's fastest call).
     """
     rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
     has_step = all("step_s" in r for r in rows)
@@ -169,12 +159,18 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     ratio = lambda rs, key: f"×{min(r['ring_s'] / r[key] for r in rs):.2f}–×{max(r['ring_s'] / r[key] for r in rs):.2f}"  # noqa: E731
     rest = [r for r in above if parts and r["ring_s"] > (1 + margin) * r["ring_parts_s"]]
     near = [r for r in above if parts and r not in rest and r["ring_s"] >= (1 - margin) * r["ring_parts_s"]]
-    share = {r["bytes"]: (r["ring_parts_s"] - r["ring_model_s"]) / (r["ring_s"] - r["ring_model_s"]) for r in above} if parts else {}
     steps = 2 * (sweep.get("world_size", 2) - 1)   # parts − prediction = the steps' miss of their line + the additions' of γ
-    cause = lambda r: ("the step line misses its own measured steps" if steps * (r["step_s"] - r["step_model_s"])  # noqa: E731
-                       >= r["ring_parts_s"] - r["ring_model_s"] - steps * (r["step_s"] - r["step_model_s"])
-                       else "the additions' γ misses their measured time")
-    mostly = [r for r in near if share[r["bytes"]] > 0.5]   # the parts explain more than half of the excess
+
+    def explained(r: dict) -> str:   # the measured parts' share of the ring's excess over the prediction, split
+        excess = r["ring_s"] - r["ring_model_s"]
+        by_steps = steps * (r["step_s"] - r["step_model_s"]) / excess
+        by_adds = (r["ring_parts_s"] - r["ring_model_s"]) / excess - by_steps
+        pct_steps, pct_adds = round(100 * by_steps), round(100 * by_adds)
+        said = (f"at {_size(r['bytes'])} within {margin:.0%} of its measured parts (×{r['ring_s'] / r['ring_parts_s']:.2f})"
+                f"; its measured step is ×{r['step_s'] / r['step_model_s']:.2f} the step line there "
+                f"({r['step_s'] * 1e3:.2f} vs {r['step_model_s'] * 1e3:.2f} ms), and over {steps} steps that gap is "
+                f"{pct_steps}% of the ring's excess over the prediction, the additions' gap to γ {pct_adds}%")
+        return said + (f", the other {100 - pct_steps - pct_adds}% not identified" if pct_steps + pct_adds < 100 else "")
     said = [f"ring within {margin:.0%} of its prediction at {names(fits)}"]
     if above:
         said.append(f"slower at {names(above)} ({ratio(above, 'ring_model_s')})")
@@ -182,59 +178,32 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     if rest:
         said.append(f"{'at each of them' if same(rest) else 'at ' + names(rest)} also more than its own parts timed "
                     f"alone add up to ({ratio(rest, 'ring_parts_s')}): a cost this run does not identify")
-    for c in sorted({cause(r) for r in mostly}):
-        said.append(f"at {names([r for r in mostly if cause(r) == c])} mostly because {c}")
-    if [r for r in near if r not in mostly]:
-        said.append(f"at {names([r for r in near if r not in mostly])} within {margin:.0%} of its measured parts, which "
-                    "explain under half of its excess over the prediction: the rest is not identified")
+    said += [explained(r) for r in near]
     if below:
         said.append(f"faster at {names(below)}")
     lines = ["in short: " + "; ".join(said)] + table
     if parts:
-        miss = [r for r in rows if abs(r["step_s"] / r["step_model_s"] - 1) > margin]
-        lines.append(f"the step line misses its own measured step by more than {margin:.0%} at {names(miss)}: "
-                     + ", ".join(f"×{r['step_s'] / r['step_model_s']:.2f} at {_size(r['bytes'])}" for r in miss)
-                     + " (measured/line); a least-squares line on relative error weighs every size alike, so one "
-                     "odd time pulls it at all sizes" if miss else
-                     f"the step line is within {margin:.0%} of its own measured step at every size")
+        miss = [r for r in rows if abs(r["step_s"] / r["step_model_s"] - 1) > margin and r not in near]   # near: said above
+        if miss:
+            lines.append(f"the step line misses its own measured step by more than {margin:.0%} at {names(miss)}: "
+                         + ", ".join(f"×{r['step_s'] / r['step_model_s']:.2f} at {_size(r['bytes'])}" for r in miss)
+                         + " (measured/line); a least-squares line on relative error weighs every size alike, so one "
+                         "odd time pulls it at all sizes")
     if above:
-        extra = {r["bytes"]: r["ring_s"] - r["ring_model_s"] for r in above}
-        lines.append(f"slower than predicted at {names(above)}: {ratio(above, 'ring_model_s')} the prediction, "
-                     f"{min(extra.values()) * 1e3:.2f}–{max(extra.values()) * 1e3:.2f} ms more per call")
         if parts:
-            lines.append("  of that excess, the prediction from the measured parts (not the line) accounts for: "
-                         + ", ".join(f"{max(0.0, share[r['bytes']]):.0%} at {_size(r['bytes'])}" for r in above))
-            lines += [f"  at {_size(r['bytes'])} the ring is within {margin:.0%} of the prediction from its measured parts "
-                      f"(×{r['ring_s'] / r['ring_parts_s']:.2f}), which explain {max(0.0, share[r['bytes']]):.0%} of the excess: "
-                      + (f"there the line's prediction falls short mostly because {cause(r)}, not because of a cost the ring "
-                         "adds to its parts" if r in mostly else "most of it is the ring's time over its parts, under "
-                         f"{margin:.0%} but not identified here") for r in near]
             extra = {r["bytes"]: r["ring_s"] - r["ring_parts_s"] for r in rows}
-            if rest:
-                lines.append(f"  {'at each of them' if same(rest) else 'at ' + names(rest)} the ring still takes "
-                             "more than its measured parts: "
-                             + ", ".join(f"×{r['ring_s'] / r['ring_parts_s']:.2f} at {_size(r['bytes'])}" for r in rest)
-                             + f", {min(extra[r['bytes']] for r in rest) * 1e3:.2f}–"
-                               f"{max(extra[r['bytes']] for r in rest) * 1e3:.2f} ms more per call")
             low = min(rows, key=lambda r: extra[r["bytes"]])
             bound, what = max(0.0, extra[low["bytes"]]), f"its smallest excess over its measured parts, at {_size(low['bytes'])}"
             above = rest
         else:
+            extra = {r["bytes"]: r["ring_s"] - r["ring_model_s"] for r in above}
             low = min(rows, key=lambda r: r["ring_s"])
             bound, what = low["ring_s"], f"its fastest call, at {_size(low['bytes'])}"
         big = [r for r in above if extra[r["bytes"]] > bound]
-        small = [r for r in above if r not in big]
         if above:
             lines.append(f"  a fixed cost that every ring call adds is at most {bound * 1e3:.2f} ms here ({what})"
-                         + (f"; the excess at {names(big)} is more than that: not a fixed cost per call alone, but a "
-                            "cost at that size, or load lasting through that size's repeats; this run does not separate them"
-                            if big else "")
-                         + (f"; the excess at {names(small)} is not: it could be such a cost, one the model has no "
-                            "term for, or load" if small else ""))
-        if rest:
-            lines.append("  one candidate, not measured: each part's time is the mean of several back-to-back calls "
-                         "that do not wait for each other's data, while inside the ring the all-gather sends what the "
-                         "reduce-scatter's addition produced, so it must wait for it")
+                         + (f"; the larger excess at {names(big)} is at least partly a cost at that size, or load lasting "
+                            "through that size's repeats; this run does not separate them" if big else ""))
     if below:
         lines.append(f"faster than predicted at {names(below)}: there the ring took less than the lines "
                      "fitted to its parts timed alone add up to")

@@ -12,16 +12,17 @@ def ring_rank_lines(diffs: dict) -> list[str]:
     """Whether each ring left every rank with the same bits, from ``run_ring_check``'s numbers (08).
 
     The naive ring has each rank add the n tensors in its own order, starting from its own, so the
-    ranks may end with different last bits; the bandwidth-optimal ring sums each chunk once, on one
-    rank, and the all-gather copies it, so every rank holds the same bits.
+    ranks may end with different last bits; in the bandwidth-optimal ring each chunk's sum is one chain
+    of additions, one per step on a different rank, finished on one rank, and the all-gather copies
+    that result, so every rank holds the same bits.
     """
     n, naive, ring = diffs["world_size"], diffs["naive_between_ranks"], diffs["ring_between_ranks"]
     lines = [f"every rank's result against rank 0's, largest |difference|: naive ring {naive:.1e}, ring {ring:.1e}"]
     lines.append(f"  naive ring: the {n} ranks end with different last bits: each added the {n} tensors in its own order, "
                  "so replicas updated with these sums would drift apart" if naive > 0 else
                  f"  naive ring: the {n} ranks hold the same bits here, though each added the {n} tensors in its own order")
-    lines.append("  ring: every rank holds the same bits: each chunk was summed once, on one rank, and the all-gather "
-                 "copied it" if ring == 0 else
+    lines.append("  ring: every rank holds the same bits: each chunk's sum is one chain of additions, finished on one "
+                 "rank, and the all-gather copied it to the others" if ring == 0 else
                  f"  ring: the ranks differ by up to {ring:.1e}, which copying finished chunks should not give")
     return lines
 
@@ -33,10 +34,9 @@ def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     """Where a timing falls as the message grows, which the α–β model cannot give, and what its repeats can say (08).
 
     Each time is the best of its repeats, and every repeat times the sizes in turn, in a fresh
-    order each repeat, so neither a passing burst of outside load nor a place in the order falls on
-    every repeat of one size. A raised best means that every repeat at that size was slow: not one burst (a wide spread between the slowest and the best
-    repeat does not explain a high best), but a cost at that size or a load lasting through all its
-    repeats, which the sweep cannot tell apart. The cause is not identified by the sweep, so none is named.
+    order each repeat, so a raised best means that every repeat at that size was slow, not one passing
+    burst of load (however wide the spread between the slowest and the best repeat). The cause is not
+    identified by the sweep, so none is named.
     """
     rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
     drops = [(key, name, lo, hi) for key, name in SERIES.items() if all(key in r for r in rows)
@@ -45,10 +45,9 @@ def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
         return []
     spread = {(key, lo["bytes"]): lo[key[:-2] + "_worst"] / lo[key] for key, _, lo, _ in drops if key[:-2] + "_worst" in lo}
     said = "; ".join(f"{name} {lo[key] * 1e3:.2f} ms at {_size(lo['bytes'])} → {hi[key] * 1e3:.2f} ms at {_size(hi['bytes'])}"
-                     + (f" (its repeats at {_size(lo['bytes'])}: slowest ×{spread[key, lo['bytes']]:.1f} the best)"
+                     + (f", its slowest repeat ×{spread[key, lo['bytes']]:.1f} the best"
                         if (key, lo["bytes"]) in spread else "") for key, name, lo, hi in drops)
-    where = ", ".join(f"{name} at {_size(lo['bytes'])}" for _, name, lo, _ in drops)
-    return [f"a time falls as the bytes grow ({said}): the α–β model, with β > 0, cannot give that",
-            f"  {where}: each time is the best of the repeats, which take turns with the other sizes in a fresh order "
-            "each repeat, so every repeat at that size was slow: not one passing burst of load, but a cost at that "
-            "size or load that lasted through every repeat at it (neither told apart nor identified here)"]
+    where = " and ".join(f"the {name} at {_size(lo['bytes'])}" for _, name, lo, _ in drops)
+    return [f"a time falls as the bytes grow ({said}), which the α–β model, with β > 0, cannot give; each time is the "
+            f"best of repeats taken in a fresh order, so every repeat of {where} was slow, not one passing burst "
+            "of load (the cause is not identified here)"]

@@ -146,9 +146,9 @@ def allreduce_gradients(model: nn.Module) -> None:
 
 
 def make_buckets(params: list[nn.Parameter], bucket_bytes: float) -> list[list[nn.Parameter]]:
-    """Group parameters into buckets of about ``bucket_bytes``, last layer first (backward's order) (08).
+    """Group parameters into buckets, last layer first (backward's order), each closed once it holds ``bucket_bytes`` (08).
 
-    A bucket closes once it reaches ``bucket_bytes``; DDP closes its buckets the same way
+    The last bucket holds what remains and may be smaller. DDP closes its buckets the same way
     (``bucket_cap_mb``; plus a 1 MiB first bucket, section 4, and one bucket list per dtype and
     device: ``compute_bucket_assignment_by_size`` in its reducer). No bucket is empty:
     ``bucket_bytes=0`` gives one bucket per parameter, no parameters no bucket.

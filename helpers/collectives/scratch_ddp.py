@@ -5,7 +5,6 @@ after a few SGD steps its parameters must equal DDP's, and its step time is meas
 """
 from __future__ import annotations
 
-import os
 import random
 import statistics
 from typing import Callable
@@ -151,8 +150,7 @@ def compare_rounds(res: dict, a: str, b: str) -> tuple[str, str]:
         return "slower than", f"in all {k} rounds ({spread})"
     faster = sum(x < 1 for x in q)
     why = (f"only {k} rounds, fewer than the {MIN_ROUNDS} a sign test needs" if k < MIN_ROUNDS
-           else f"the rounds disagree on which is faster: {a.replace('_', ' ')} faster in {faster} of {k}, and a "
-                f"direction is said only when all {k} agree, whatever the best rounds or the median say")
+           else f"the rounds disagree: {a.replace('_', ' ')} faster in {faster} of {k}")
     return "not distinguishable from", f"{why} ({spread})"
 
 
@@ -166,16 +164,15 @@ def ddp_verdict(res: dict) -> str:
     for a, b in (("overlapped", "bucketed"), ("bucketed", "per_parameter")):
         verdicts[a, b], why = compare_rounds(res, a, b)
         said.append(f"{a.replace('_', ' ')} {verdicts[a, b]} {b.replace('_', ' ')}: {why}")
-    lines = [f"here, {len(res['rounds']['ddp'])} rounds of {res.get('timed_steps', '?')} steps, each round timing "
-             "every variant in turn, in a fresh order each round:"] + [f"  {x}" for x in said]
+    k = len(res["rounds"]["ddp"])
+    lines = [f"here, {k} rounds of {res.get('timed_steps', '?')} steps, each round timing every variant in a fresh "
+             f"order; a direction is said only when all {k} rounds agree:"] + [f"  {x}" for x in said]
     if "faster than" not in verdicts.values():
         lines.append("so in this run neither bucketing nor overlap shows a benefit that every round agrees on")
     overlap = verdicts["overlapped", "bucketed"]
     if overlap != "faster than":
         lines.append(("overlap made the step slower here" if overlap == "slower than" else
                       "overlap did not make the step faster in a way every round agrees on")
-                     + ", and this run times whole steps only, so it does not show whether any all-reduce ran during "
-                     "backward; candidates, none measured: backward and gloo's worker threads sharing this machine's "
-                     f"{os.cpu_count()} CPU cores, the Python hook called for every parameter, the torch.cat that "
-                     "copies each bucket inside the hook")
+                     + "; this run times whole steps only, so it does not show whether any all-reduce ran during "
+                     "backward")
     return "\n".join(lines)
