@@ -154,7 +154,7 @@ def test_recorded_gpu_intro_says_when_the_recording_ran_other_code(tmp_path):
         z.writestr("06_oom_troubleshooting.ipynb", json.dumps(nb))
     # without a README naming the commit, the label says the helpers' commit is unknown
     assert M.recorded_gpu_intro("fa91ff67", folder=folder).endswith(
-        ", this cell (the same cell code; helpers as of the recorded run, whose commit it does not name) printed")
+        ", this cell (the same cell code; run at a course commit the recording does not name) printed")
     older = M.recorded_gpu_intro("d78593a6", folder=folder)
     assert ", an earlier version of this cell (other code than above" in older and older.endswith(") printed")
     assert "2026-01-01-gpu/executed_notebooks.zip" in older                # where that code can be read
@@ -163,14 +163,14 @@ def test_recorded_gpu_intro_says_when_the_recording_ran_other_code(tmp_path):
     (folder / "README.md").write_text("# A run\n\n`tests/gpu/run.sh` on one GPU, from main at abc1234, run as two commands\n")
     assert M.recorded_gpu_commit(folder) == "abc1234"
     assert M.recorded_gpu_intro("fa91ff67", folder=folder).endswith(
-        ", this cell (the same cell code; helpers as of abc1234) printed")
-    assert M.recorded_gpu_intro("d78593a6", folder=folder).endswith("; helpers as of abc1234) printed")
+        ", this cell (the same cell code; run at course commit abc1234) printed")
+    assert M.recorded_gpu_intro("d78593a6", folder=folder).endswith("; run at course commit abc1234) printed")
     assert ", this cell printed" not in M.recorded_gpu_intro("fa91ff67", folder=folder)
 
 
 def test_recorded_gpu_commit_is_read_from_the_recordings_readme():
     assert M.recorded_gpu_commit() == "437db3b"   # "from main at 437db3b" in its README.md
-    assert "helpers as of 437db3b" in M.recorded_gpu_intro("302c14df")
+    assert "run at course commit 437db3b" in M.recorded_gpu_intro("302c14df")
 
 
 def test_recorded_gpu_intro_tells_no_gpu_lines_from_gpu_code(tmp_path):
@@ -183,8 +183,8 @@ def test_recorded_gpu_intro_tells_no_gpu_lines_from_gpu_code(tmp_path):
     nb = json.loads((Path(M.__file__).resolve().parents[2] / "notebooks" / "06_oom_troubleshooting.ipynb").read_text())
     cells = {c["id"]: c for c in nb["cells"]}
     now = "".join(cells["c67d3342"]["source"])
-    assert "if torch.cuda.is_available():" in now and 'rec = recorded_gpu_output("c67d3342")' in now
-    cells["c67d3342"]["source"] = now.replace('rec = recorded_gpu_output("c67d3342")', 'rec = recorded_gpu_output("c67d3342") + " (old)"')
+    assert "if torch.cuda.is_available():" in now and "then = step_model_at(commit) if commit else None" in now
+    cells["c67d3342"]["source"] = now.replace("then = step_model_at(commit) if commit else None", "then = None")
     assert cells["c67d3342"]["source"] != now
     gpu_changed = "".join(cells["d78593a6"]["source"]).replace('show_memory("start")', 'show_memory("begin")')
     assert gpu_changed != "".join(cells["d78593a6"]["source"])
@@ -453,4 +453,27 @@ def test_gpu_status_line_prints_gib(monkeypatch):
 
 def test_the_batch_search_cell_still_runs_the_recorded_gpu_code():
     # cell 37's GPU path must stay the recorded one, or its recorded line is an earlier version's
-    assert "this cell (the same cell code; helpers as of" in M.recorded_gpu_intro("c67d3342")
+    intro = M.recorded_gpu_intro("c67d3342")
+    assert "this cell (the same cell code" in intro and "earlier version" not in intro and "run at course commit" in intro
+
+
+def test_held_bytes_counts_what_is_made_until_it_is_freed():
+    w = torch.ones(1000)                        # made before: not counted, nor its views
+    with M.HeldBytes() as held:
+        a = torch.empty(1000)                   # 4,000 B
+        b = a.exp_()                            # in place: a's storage again
+        v = w.view(10, 100)                     # a view of a tensor made before
+        c = torch.ones(500, dtype=torch.float16)  # 1,000 B
+        assert held.now == 5000
+        del a, b, c
+        assert held.now == 0 and held.peak == 5000
+    del v
+
+
+def test_step_peaks_agree_with_the_saved_tensor_tracker():
+    rem, pk = M.remedies(blocks=4, width=32, batch=16), M.step_peaks(blocks=4, width=32, batch=16)
+    assert pk["plain"]["after_forward"] == rem["plain"] and pk["checkpoint"]["after_forward"] == rem["checkpoint"]
+    assert pk["autocast"]["after_forward"] == rem["autocast"] + pk["input_bytes"]
+    for k in ("plain", "autocast", "checkpoint"):
+        assert pk[k]["left"] == pk["grad_bytes"] == 4 * (32 * 32 + 32) * 4   # the float32 gradients stay
+        assert pk[k]["peak"] > pk[k]["forward_peak"] >= pk[k]["after_forward"]  # the backward needs more

@@ -94,7 +94,7 @@ def recorded_gpu_code(cell_id: str, notebook: str = "06_oom_troubleshooting", fo
 
 
 def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN) -> str:
-    """"On a GPU (…), this cell (the same cell code; helpers as of <commit>) printed" — or "an earlier
+    """"On a GPU (…), this cell (the same cell code; run at course commit <commit>) printed" — or "an earlier
     version of this cell" where the recorded code differs (06).
 
     Compares the cell's code in the recorded run with the course's notebook on disk, so the label
@@ -102,7 +102,7 @@ def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", f
     a GPU does not run differ (the ``else`` of ``if torch.cuda.is_available()``, such as the line
     that prints this recording), the GPU ran the code shown, and the label says so. Only the cell's
     own code is compared, not the helpers it calls (the recording does not keep them), so the label
-    names the commit whose helpers ran (``recorded_gpu_commit``).
+    names the commit the recording ran, whose helpers it imported (``recorded_gpu_commit``).
     """
     import json
 
@@ -110,7 +110,7 @@ def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", f
     here = Path(__file__).resolve().parents[2] / "notebooks" / f"{notebook}.ipynb"
     now = _cell_source(json.loads(here.read_text()), cell_id) if here.exists() else None
     commit = recorded_gpu_commit(folder)
-    helpers = f"helpers as of {commit}" if commit else "helpers as of the recorded run, whose commit it does not name"
+    helpers = f"run at course commit {commit}" if commit else "run at a course commit the recording does not name"
     if then is not None and then == now:
         which = f"this cell (the same cell code; {helpers})"
     elif then is not None and now is not None and gpu_path(then) == gpu_path(now):
