@@ -27,7 +27,7 @@ from .timing import timed
 __all__ = ["four_steps_cpu", "copied_bytes", "optimizer_state_bytes", "run_four_steps", "batchnorm_gradient_gap", "LABELS",
            "run_threads_one_intraop", "omp_threads_at_thread_start", "saves_its_output"]
 
-LABELS = {"single": "1 thread, whole batch", "threads_forward_only": "2 threads, forward only",
+LABELS = {"single": "1 thread, whole batch", "threads_forward_only": "2 threads forward, backward + SGD on main",
           "threads_forward_backward": "2 threads, forward + backward"}  # the ways thread_variants (speed.py) times
 
 

@@ -8,8 +8,8 @@ from .instruments import LABELS
 from .memory import largest_batches
 from .speed import MARGIN, _side, amdahl_cap
 
-__all__ = ["throughput_lines", "amdahl_sentence", "processes_sentence", "memory_sentences", "forward_sentence",
-           "probe_vs_cut_sentence", "probe_verdict", "probe_rule", "verdict_rule", "probe_peak_sentence", "section4_takeaway"]
+__all__ = ["throughput_lines", "amdahl_sentence", "processes_sentence", "memory_sentences",
+           "probe_vs_cut_sentence", "probe_verdict", "probe_rule", "verdict_rule", "probe_peak_sentence"]
 
 
 def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
@@ -18,13 +18,13 @@ def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
     ``per_round[name]``: the ratios of ``runs[name]`` to ``runs[baselines[name]]`` round by round;
     a name without a baseline is one itself (one thread; one DDP process).
     """
-    lines = []
+    lines, width = [], max(len(LABELS.get(n, n)) for n in runs)
     for name, v in runs.items():
         r, base = per_round.get(name), baselines.get(name)
         how = (f"a baseline; rounds {min(v):.0f}–{max(v):.0f} samples/s" if base is None else
                f"each round / that round's {LABELS.get(base, base)}: median {statistics.median(r):.2f}×, "
                f"rounds {min(r):.2f}–{max(r):.2f}×")
-        lines.append(f"{LABELS.get(name, name):>30}: {statistics.median(v):8.0f} samples/s  ({how})")
+        lines.append(f"{LABELS.get(name, name):>{width}}: {statistics.median(v):8.0f} samples/s  ({how})")
     return lines
 
 
@@ -33,8 +33,9 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
     """Amdahl's bound for threading only the forward, from a one-thread pass's forward and backward times (02).
 
     The serial share is the backward's share of the one-worker pass (Amdahl's law starts from the
-    serial run); the sentence says the bound covers a gain, not a loss. ``measured``: the threads'
-    median ratio; above the bound, the sentence says so rather than leave the two side by side.
+    serial run); the sentence says the bound covers a gain, not a loss, and that it leaves out the
+    step's other serial work, so the real cap is lower. ``measured``: the threads' median ratio;
+    above the bound, the sentence says so; "below" only when more than ``margin`` below it.
     ``where``: whose one-thread pass the times are (a CPU pass, like the threads it is set beside).
     """
     share = one_worker_seconds["backward"] / (one_worker_seconds["forward"] + one_worker_seconds["backward"])
@@ -42,24 +43,23 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
     above = measured is not None and measured > cap
     below = measured is not None and not slower and measured < cap - margin
     return (f"Amdahl's law: with the backward ({share:.0%} of {where} one-thread pass) left on one thread, "
-            f"threading the forward gains at most {cap:.2f}×. The law bounds a gain, not a loss"
+            f"threading the forward gains at most {cap:.2f}×; the bound leaves out the step's other serial work on "
+            "the main thread (scatter, replicate, gather, the SGD step), so the real cap is lower. The law bounds a "
+            "gain, not a loss"
             + (": the shortfall below 1× here is not explained in this notebook (what the threads' step adds is "
-               "not split up, and section 3's timing of the same threaded forward is set beside it below)" if slower else "")
+               "not split up)" if slower else "")
             + (f". The forward-only threads' median here, {measured:.2f}×, is above that bound: the bound takes "
                f"{where} pass, timed at another moment, as the work the threads share, each on a core of its "
                "own; some of that did not hold in these rounds (which part is not split up here)" if above else "")
-            + (f". The forward-only threads' median here, {measured:.2f}×, is well below that bound: the bound "
-               "counts only the work the threads share; what else their step spends is not split up or tested here"
-               if below else "")
+            + (f". The forward-only threads' median here, {measured:.2f}×, is below that bound" if below else "")
             + ".")
 
 
-def processes_sentence(rounds: dict, single: list | None = None, margin: float = MARGIN) -> str:
+def processes_sentence(rounds: dict, margin: float = MARGIN) -> str:
     """How two DDP processes did against one, round by round in the same launch (02).
 
     ``rounds``: :func:`process_rounds`' samples/s, ``{1: [...], 2: [...]}``. Faster or slower only
     when every round is more than ``margin`` beyond 1× on that side, else no clear difference.
-    ``single``: the one-thread rounds, to say where one DDP process stood against them.
     """
     ratios = [b / a for a, b in zip(rounds[1], rounds[2])]
     side = _side(ratios, margin)
@@ -67,12 +67,7 @@ def processes_sentence(rounds: dict, single: list | None = None, margin: float =
                if side != "no clear difference" else
                f"no clear difference from one DDP process (not every round more than {margin:.0%} on one side of 1×)")
     return (f"2 DDP processes vs 1 (one worker: one DDP process on the whole batch), round by round: "
-            + ", ".join(f"{r:.3f}×" for r in ratios) + f": {verdict} ({hardware_label('cpu')})"
-            + ("" if not single else
-               f"\none DDP process ran at {statistics.median(rounds[1]) / statistics.median(single):.2f}× one thread's "
-               "median. The same model, batch and SGD step, but the process also runs DDP's hooks, copies its gradients "
-               "into buckets and calls their all-reduce; rank 1 waited at a barrier meanwhile, and it ran at other "
-               "moments than the thread. What each adds is not split up here"))
+            + ", ".join(f"{r:.3f}×" for r in ratios) + f": {verdict} ({hardware_label('cpu')})")
 
 
 def _fits(ratio: float, margin: float) -> str:
@@ -110,7 +105,10 @@ def memory_sentences(budget: int, acc: dict, classes: int = 50_000, margin: floa
     big_claim = "supported" if big_ratio > 1 + margin else "not supported"
     return [f"predicted, with a toy budget of {budget:,} B per device (hand-picked, of the order of this model's step): "
             f"DataParallel's output device is full at a global batch of {dp}, DDP at {ddp}. "
-            f"In this budget: {_fits(ratio, margin)} ({ratio:.2f}×). The fullest moment there: "
+            f"In this budget: {_fits(ratio, margin)} ({ratio:.2f}×)"
+            + (", set by the fixed bytes: per sample the two are within "
+               f"{margin:.0%} (below)" if abs(per_ratio - 1) <= margin and abs(ratio - 1) > margin else "")
+            + ". The fullest moment there: "
             f"DataParallel {when[binding['data_parallel']]}, DDP {when[binding['ddp']]}",
             f"  fixed bytes while the loss is computed: DataParallel's output device {fixed['data_parallel']['loss']:,} B "
             f"({fixed['data_parallel']['loss'] / budget:.0%} of the budget), a DDP device {fixed['ddp']['loss']:,} B "
@@ -138,56 +136,36 @@ def memory_sentences(budget: int, acc: dict, classes: int = 50_000, margin: floa
             f"device needs {big_ratio:.1f}× a DDP device's bytes per sample"]
 
 
-def forward_sentence(one_worker_seconds: dict, step_seconds: dict, where: str = "section 3",
-                     forward_only_rounds: list[float] | None = None, margin: float = MARGIN) -> str:
-    """Section 3's threaded pass against one thread's, from the means, beside section 4's forward-only rounds (02).
-
-    Section 3 gives ratios of means, not rounds: no verdict is drawn from them. ``where``: which CPU
-    run the times come from. ``forward_only_rounds``: section 4's forward-only threads' step, round
-    by round against one thread's; the sentence says whether section 3's whole pass (the four steps
-    and the backward, against one thread's forward and backward) points the same way as section 4's
-    verdict, or disagrees with it, and names no cause for a disagreement.
-    """
-    p3 = sum(one_worker_seconds.values()) / sum(step_seconds.values())  # speed ratio of the whole passes
-    s = (f"{where} (means of 20 passes, so no verdict of their own): the forward took {1e3 * step_seconds['apply']:.1f} "
-         f"ms in 2 threads against {1e3 * one_worker_seconds['forward']:.1f} ms on one thread, the backward after it "
-         f"{1e3 * step_seconds['backward']:.1f} ms against {1e3 * one_worker_seconds['backward']:.1f} ms; the whole "
-         f"pass (the four steps and the backward) ran {p3:.2f}× as fast as one thread's forward and backward")
-    if forward_only_rounds:
-        side = _side(forward_only_rounds, margin)
-        s += (f". Section 4's forward-only threads (the same pass and an SGD step): {statistics.median(forward_only_rounds):.2f}× "
-              f"one thread's step (median; rounds {min(forward_only_rounds):.2f}–{max(forward_only_rounds):.2f}×, "
-              + (f"{side} in every round)" if side != "no clear difference" else "no clear difference)"))
-        if side == "slower" and p3 >= 1 - margin or side == "faster" and p3 <= 1 + margin:
-            s += (f". The two disagree: {where}'s pass found no such {'loss' if side == 'slower' else 'gain'}, and this "
-                  "notebook does not find why")
-        elif side != "no clear difference":
-            s += ". The two point the same way"
-        else:
-            s += ". With no verdict from section 4's rounds, neither agreement nor disagreement is said"
-    return s
-
-
 def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int, single: list[float] | None = None,
-                          cut: list[float] | None = None) -> str:
-    """Why the probe at ``rows`` per thread and the global batch cut in two (``rows`` each) give different ratios (02).
+                          cut: list[float] | None = None, margin: float = MARGIN) -> str:
+    """The probe at ``rows`` per thread against the global batch cut in two (``rows`` each), gain by gain (02).
 
     ``ratios``: the forward+backward threads' rounds against one thread on the whole batch;
-    ``single``/``cut``: those rounds' samples/s, printed beside the probe's own medians.
+    ``single``/``cut``: those rounds' samples/s. With them, the ratio of the two gains (from the
+    medians of samples/s) is split exactly into the one-thread baselines' ratio times the two-thread
+    runs' ratio, and the sentence says which part is more than ``margin`` from 1×.
     """
     row = next((r for r in gil if r["batch_per_thread"] == rows), None)
     if row is None:
         return f"the probe did not run {rows} rows per thread"
-    side = ""
-    if single and cut:
-        side = (f" Samples/s (medians; the probe and section 4's rounds ran at different moments): one thread "
-                f"{row['one_thread']:,.0f} on {rows} rows (the probe), {statistics.median(single):,.0f} on {2 * rows}; "
-                f"two threads {row['two_threads']:,.0f} (the probe), {statistics.median(cut):,.0f} (the cut batch).")
-    return (f"{rows} rows per thread: the probe gave {row['speedup']:.2f}× (median of rounds), the global batch cut in "
-            f"two {statistics.median(ratios):.2f}×. Not the same step. The cut batch is compared with one thread on "
-            f"all {2 * rows} rows (the probe: one thread on {rows}).{side} The cut batch's step also sums the gradients, "
-            "takes the SGD step and copies the weights into the replicas on the main thread, which the probe's does "
-            "not; this run times none of these, so it does not find what makes the gap")
+    s = (f"{rows} rows per thread: the global batch cut in two gained {statistics.median(ratios):.2f}× (median of "
+         f"rounds) against one thread on all {2 * rows} rows with an SGD step, the probe {row['speedup']:.2f}× against "
+         f"one thread on {rows} rows without one")
+    if not (single and cut):
+        return s
+    one, two = statistics.median(single), statistics.median(cut)
+    base, both = row["one_thread"] / one, two / row["two_threads"]
+    parts = [f"section 4's one thread ran {'slower' if base > 1 else 'faster'} than the probe's"
+             if abs(base - 1) > margin else "",
+             f"the cut batch's two threads ran {'faster' if both > 1 else 'slower'} than the probe's"
+             if abs(both - 1) > margin else ""]
+    parts = [p for p in parts if p]
+    return (s + f". From the medians of samples/s (the two ran at different moments): one thread {row['one_thread']:,.0f} "
+            f"in the probe, {one:,.0f} in section 4 ({base:.2f}×); two threads {two:,.0f} on the cut batch, "
+            f"{row['two_threads']:,.0f} in the probe ({both:.2f}×); {base:.2f} × {both:.2f} = {base * both:.2f}×, the "
+            f"ratio of the two gains from these medians ({two / one:.2f}× / {row['two_threads'] / row['one_thread']:.2f}×). "
+            + (f"Both ratios are within {margin:.0%} of 1×" if not parts else
+               f"More than {margin:.0%} from 1×: " + (", and ".join(parts))))
 
 
 def verdict_rule(margin: float = MARGIN) -> str:
@@ -249,23 +227,3 @@ def probe_peak_sentence(gil: list[dict]) -> str:
                     + f" the rounds overlap those at {best['batch_per_thread']}: no clear difference, a lower median "
                     "alone decides nothing")
     return s + "; " + "; ".join(said)
-
-
-def section4_takeaway(runs: dict, gil: list[dict], prounds: dict, margin: float = MARGIN) -> str:
-    """Section 4 in one line, from its round-by-round verdicts (02): each way against its own baseline.
-
-    ``runs``: :func:`thread_variants`' rounds; ``gil``: :func:`gil_probe`'s rows; ``prounds``:
-    :func:`process_rounds`' rounds. Only comparisons timed in the same rounds give a verdict.
-    """
-    def said(side: str, than: str) -> str:
-        return f"{side} than {than}" if side in ("faster", "slower") else f"no clear difference from {than}"
-
-    cut = _side([a / b for a, b in zip(runs["threads_forward_backward"], runs["single"])], margin)
-    fwd = _side([a / b for a, b in zip(runs["threads_forward_only"], runs["single"])], margin)
-    procs = _side([b / a for a, b in zip(prounds[1], prounds[2])], margin)
-    wins = [r["batch_per_thread"] for r in gil if r["side"] == "faster"]
-    probe = (f"two threads with a batch each beat one in every round at {', '.join(map(str, wins))} rows per thread"
-             if wins else "two threads with a batch each beat one in every round at no batch probed")
-    return (f"Section 4 on this machine ({hardware_label('cpu')}; each way against its own baseline, timed in the same "
-            f"rounds): the global batch cut over two threads, {said(cut, 'one thread')} (forward only: "
-            f"{said(fwd, 'one thread')}); {probe}; two DDP processes, {said(procs, 'one DDP process')}")

@@ -27,7 +27,8 @@ __all__ = ["time_four_steps", "thread_variants", "rounds_verdict", "MARGIN", "gi
 def time_four_steps(batch: int = 256, repeats: int = 20, cpu: bool = False) -> dict:
     """Mean seconds spent in scatter, replicate, apply, gather and backward per forward+backward pass (02).
 
-    No optimizer step: ``repeats`` passes after two warm-up ones, gradients cleared before each.
+    No optimizer step: ``repeats`` passes after two warm-up ones, gradients cleared before each of
+    the two passes (so neither backward adds into gradients already set).
     ``one_worker_seconds``: the same batch's forward and backward on one thread (the serial step
     that Amdahl's law starts from), timed in turns with the four steps. ``cpu``: the CPU simulation
     even with GPUs (to set beside section 4's CPU threads).
@@ -44,6 +45,7 @@ def time_four_steps(batch: int = 256, repeats: int = 20, cpu: bool = False) -> d
                 res = four_steps_gpu(model.to("cuda:0"), x.to("cuda:0"), y, list(range(n)))
             else:
                 res = four_steps_cpu(model, x, y, n=2)
+            model.zero_grad(set_to_none=True)  # both backwards start from None: neither adds into set gradients
             single: dict[str, float] = {}
             out = timed(single, "forward", lambda: model(x.to("cuda:0" if n >= 2 else "cpu")))
             timed(single, "backward", nn.functional.cross_entropy(out, y.to(out.device)).backward)
