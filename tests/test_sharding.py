@@ -31,12 +31,23 @@ def test_the_two_mixed_precision_accountings_differ_where_the_weights_stay_whole
     assert amp["total"] == 63 * 10**9 and ds["total"] == 38.5 * 10**9
     with pytest.raises(ValueError, match="'amp'.*'deepspeed'"):
         memory_per_rank(big, 8, "zero1", "mixed")          # which mixed precision? the calculator asks
-    # the gathered layer: DeepSpeed's estimator counts 4 B per parameter of the largest layer; FSDP2 two layers
+    # the gathered layer: DeepSpeed's estimator counts 4 B per parameter of the largest layer; FSDP2 three layers
     layer = 10_000
     assert memory_per_rank(big, 8, "zero3", "deepspeed", layer=layer)["gathered"] == 4 * layer
-    assert memory_per_rank(big, 8, "zero3", "amp", layer=layer)["gathered"] == 2 * 2 * layer
-    assert memory_per_rank(big, 8, "zero3", "fp32", layer=layer)["gathered"] == 2 * 4 * layer
+    assert memory_per_rank(big, 8, "zero3", "amp", layer=layer)["gathered"] == 3 * 2 * layer
+    assert memory_per_rank(big, 8, "zero3", "fp32", layer=layer)["gathered"] == 3 * 4 * layer
+    assert memory_per_rank(big, 1, "zero3", "fp32", layer=layer)["gathered"] == 4 * layer      # one rank: one copy
     assert memory_per_rank(big, 8, "zero1", "amp", layer=layer)["gathered"] == 0
+
+
+def test_deepspeeds_gathered_layer_is_the_most_parameters_one_module_holds_itself():
+    """DeepSpeed's model_to_params: max over modules of m.parameters(recurse=False), not a block, not the model."""
+    emb = torch.nn.Embedding(10, 8)                                     # 80 parameters of its own
+    block = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8))   # 144 in all, 72 per Linear
+    model = torch.nn.Sequential(emb, block)
+    assert memory_per_rank(224, 8, "zero3", "deepspeed", layer=model)["gathered"] == 4 * 80
+    assert memory_per_rank(224, 8, "zero3", "deepspeed", layer=block)["gathered"] == 4 * 72
+    assert memory_per_rank(224, 8, "zero3", "deepspeed", layer=80)["gathered"] == 4 * 80   # a count: as given
 
 
 def test_tensor_parallel_traffic_counts_no_all_reduce_for_the_datas_gradient():
@@ -95,7 +106,7 @@ def test_measured_bytes_equal_the_calculator_and_training_equals_one_process():
     by = {r["strategy"]: r for r in rows}
     psi = model_parameters(2, 64)
     assert by["fsdp2"]["measured_bytes"]["params"] == 4 * psi // 2
-    assert by["fsdp2"]["measured_bytes"]["gathered"] == 2 * 4 * (64 * 64 + 64)   # two layers whole at the peak
+    assert by["fsdp2"]["measured_bytes"]["gathered"] == 3 * 4 * (64 * 64 + 64)   # three layers whole at the peak
     assert by["ddp"]["comm"]["calls"] == {"allreduce_": 1}       # a steady step: no bucket-rebuild broadcasts
     tp = comm_per_step(psi, 2, "tp", tp_activation_bytes=16 * 64 * 4, tp_blocks=1)["total"]
     assert by["tp"]["comm"]["wire_bytes"] == tp                  # one block: its forward all-reduce only
@@ -121,7 +132,7 @@ def test_pytorch_mixed_precision_keeps_fp32_state_and_fsdp2_gathers_bf16():
         assert r["measured_bytes"] == r["predicted_bytes"], r["strategy"]
     by = {r["strategy"]: r for r in rows}
     assert by["ddp"]["measured_bytes"]["params"] == by["ddp"]["measured_bytes"]["grads"] == 4 * psi
-    assert by["fsdp2"]["measured_bytes"]["gathered"] == 2 * 2 * (64 * 64 + 64)
+    assert by["fsdp2"]["measured_bytes"]["gathered"] == 3 * 2 * (64 * 64 + 64)
     assert by["fsdp2"]["comm"]["payload"]["_allgather_base_"] == 2 * 2 * psi   # gathered twice, in bf16
 
 

@@ -20,6 +20,7 @@ try:
 except ImportError:  # torch < 2.5: DTensor's namespace was private (pytorch/pytorch#133881)
     from torch.distributed._tensor import DTensor
     from torch.distributed._tensor.debug import CommDebugMode
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..core.measure import fit_alpha_beta
@@ -85,7 +86,7 @@ def rank_bytes(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
 
     For ZeRO-1 the state is that of this rank's partition (``opt.optim``); for DTensors the local shard.
     Nothing else: not activations, DDP's buckets (see :func:`ddp_bucket_bytes`), FSDP's gathered
-    layers (see :class:`GatheredPeak`), the allocator's cache.
+    parameters (see :class:`GatheredPeak`), the allocator's cache.
     """
     state = getattr(opt, "optim", opt).state  # ZeroRedundancyOptimizer wraps the local optimizer
     tensors = [v for s in state.values() for v in s.values() if isinstance(v, torch.Tensor)]
@@ -107,46 +108,47 @@ def ddp_bucket_bytes(net: nn.Module) -> dict[str, int]:
             and sum(storages.values()) == bucket}
 
 
-def _gathered_now(model: nn.Module) -> int:
-    """Bytes of whole (gathered) parameters FSDP2 holds right now: unsharded parameters, all-gather outputs not yet
-    copied out, and the forward's output ``wait_for_unshard`` keeps in ``comm_ctx.all_gather_state``. Not counted: the previous
-    output, which ``wait_for_unshard`` moves to a local variable that holds it through the next layer's copy-out."""
+def _unsharded_storages(model: nn.Module) -> dict[int, int]:
+    """Storages (address: bytes) of the whole parameters FSDP2's layers hold now (``_unsharded_param``; 0 B once freed)."""
     seen: dict[int, int] = {}
     for m in model.modules():
         state = m._get_fsdp_state() if hasattr(m, "_get_fsdp_state") else None
         group = getattr(state, "_fsdp_param_group", None)
-        if group is None:
-            continue
-        tensors = [getattr(fp, "_unsharded_param", None) for fp in group.fsdp_params]
-        if getattr(group, "_all_gather_result", None) is not None:
-            tensors.append(group._all_gather_result.all_gather_output)
-        kept = getattr(getattr(group, "comm_ctx", None), "all_gather_state", None)
-        if kept is not None:  # shared by the groups: the storage check below counts it once
-            tensors.append(kept.all_gather_result.all_gather_output)
-        for t in tensors:
+        for fp in getattr(group, "fsdp_params", ()):
+            t = getattr(fp, "_unsharded_param", None)
             if t is not None:
                 st = t.untyped_storage()
                 seen[st.data_ptr()] = st.nbytes()
-    return sum(v for k, v in seen.items() if k)
+    return seen
 
 
 class GatheredPeak(TorchDispatchMode):
-    """The most bytes of gathered FSDP2 parameters its objects hold at once (``_gathered_now``), after every op of a step (09).
+    """The most bytes of gathered (whole) FSDP2 parameters the process holds at once, after every op of a step (09).
 
-    Reads FSDP2's internals (``_fsdp_param_group``, ``_unsharded_param``, ``_all_gather_result``,
-    ``comm_ctx.all_gather_state``);
-    ``peak`` stays 0 where they are not there (another torch version, or no FSDP2).
+    All of them, whoever keeps them: every all-gather output, watched through a weak reference to its
+    storage from the moment ``torch.ops.fsdp.all_gather_copy_in`` returns it (its second output) until
+    the last reference goes, wherever that reference is: FSDP2's objects or a local variable, as the
+    previous layer's output that ``wait_for_unshard`` holds through the next layer's copy-out; and the
+    layers' whole parameters (``_unsharded_param``), each storage counted once. ``peak`` stays 0 where
+    those internals are not there (another torch version, or no FSDP2).
     """
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model, self.peak = model, 0
+        self._outputs: list[tuple[StorageWeakRef, int, int]] = []   # (weak ref, address, bytes) of all-gather outputs
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 (the dispatcher's signature)
         out = func(*args, **(kwargs or {}))
         try:
-            self.peak = max(self.peak, _gathered_now(self.model))
-        except (AttributeError, RuntimeError):
+            if str(func) == "fsdp.all_gather_copy_in.default":          # returns (this rank's slice, the whole output)
+                st = out[1].untyped_storage()
+                self._outputs.append((StorageWeakRef(st), st.data_ptr(), st.nbytes()))
+            self._outputs = [o for o in self._outputs if not o[0].expired()]
+            held = {ptr: n for _, ptr, n in self._outputs}
+            held.update(_unsharded_storages(self.model))
+            self.peak = max(self.peak, sum(n for ptr, n in held.items() if ptr))
+        except (AttributeError, RuntimeError, IndexError, TypeError):
             pass
         return out
 

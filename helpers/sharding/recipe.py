@@ -80,7 +80,8 @@ def memory_per_rank(params: int | nn.Module | list, world_size: int = 1, strateg
     sharded part is ``ceil(bytes · Ψ / N)``: exact only when the ranks' shares come out equal.
     ``replicated``: parameters tensor parallelism leaves whole on every rank (row-wise biases).
     ``layer``: the largest unit ZeRO-3/FSDP gathers whole (its parameter count, or the module);
-    ``gathered``: :func:`gathered_bytes` (FSDP2: two such layers in compute precision, one on one rank).
+    ``gathered``: :func:`gathered_bytes` (FSDP2: three such layers in compute precision, one on one rank;
+    ``"deepspeed"``: 4 B × the most parameters one module holds itself, as DeepSpeed's estimator counts).
     Adam's per-tensor ``step`` counters (a few bytes per tensor) are left out.
     """
     _check(strategy, precision, optimizer, world_size)
@@ -194,8 +195,9 @@ def shard_fsdp2(model: nn.Sequential, mesh, lr: float = 1e-3, mp_policy=None) ->
     ``True`` for the layers, ``False`` for the root (the whole model), which FSDP2 sets at its first
     forward (``_fully_shard.py``; ``_fsdp_state.py``, lazy init). In forward ``wait_for_unshard`` keeps
     a layer's all-gather output in ``comm_ctx.all_gather_state`` until the next layer's, and a local
-    variable holds it through that layer's copy-out; in backward the next layer is gathered ahead of
-    time (``_backward_prefetch``).
+    variable holds it through that layer's copy-out: three layers' bytes at once (the next layer's
+    output, the parameters copied out of it, this one's output); in backward the next layer is
+    gathered ahead of time (``_backward_prefetch``).
     ``mp_policy``: e.g. ``MixedPrecisionPolicy(param_dtype=torch.bfloat16)`` to compute in bf16 on
     gathered copies while the shards, gradients and Adam stay fp32.
     """

@@ -65,21 +65,26 @@ def _zero1_ranks(numels: list[int], world_size: int) -> list[int]:
 
 
 def gathered_bytes(layer: int | nn.Module | list, world_size: int, precision: str) -> int:
-    """Bytes ZeRO-3/FSDP holds whole besides the shards: two of the largest layer in compute precision (09).
+    """Bytes ZeRO-3/FSDP holds whole besides the shards (09).
 
-    ``"deepspeed"``: the largest layer's fp16 parameters and gradients, ``4 × layer``, as DeepSpeed's
-    ``estimate_zero3_model_states_mem_needs`` counts it. ``"fp32"``/``"amp"`` (FSDP2): its peak of
-    gathered parameters as notebook 09 counts them on CPU, in FSDP2's objects (not an all-gather output
-    held only by a local variable of ``wait_for_unshard``): in forward the all-gather's output beside
-    the parameters copied out of it, in backward the layer running beside the next one prefetched;
-    with the all-gather's padding when N does not divide the layer (pass the module); one layer on
-    one rank. The layer's whole gradient before its reduce-scatter is transient and left out.
+    ``"fp32"``/``"amp"`` (FSDP2): three of the largest layer in compute precision when N > 1, one on
+    one rank, with the all-gather's padding when N does not divide the layer (pass the module). Three,
+    from FSDP2's forward (``wait_for_unshard`` in ``_fsdp_param_group.py``, torch 2.14.1, L440–L499):
+    while a layer's all-gather output is copied out into its whole parameters, the previous layer's
+    output is still held by a local variable (``prev_all_gather_state``) until that copy-out ends. On
+    one rank nothing is gathered: the shard, there the whole layer, is copied into a buffer of its own.
+    Not counted: a layer's whole gradient as its backward produces it, and the reduce-scatter input.
+    ``"deepspeed"``: ``4 × largest_layer_params`` as DeepSpeed's ``estimate_zero3_model_states_mem_needs``
+    adds it (``deepspeed/runtime/zero/stage3.py``), where ``model_to_params`` takes the most parameters
+    one module holds itself (``m.parameters(recurse=False)``): pass that count, or a module to take it from.
     """
     shapes = _shapes(layer)
+    if precision == "deepspeed":
+        if isinstance(layer, nn.Module):
+            return 4 * max(sum(p.numel() for p in m.parameters(recurse=False)) for m in layer.modules())
+        return 4 * (layer if shapes is None else sum(math.prod(s) for s in shapes))
     if shapes is None:
         padded = layer
     else:
         padded = world_size * sum(math.ceil(s[0] / world_size) * math.prod(s[1:]) if s else 1 for s in shapes)
-    if precision == "deepspeed":
-        return 4 * (padded if shapes is None else sum(math.prod(s) for s in shapes))
-    return (2 if world_size > 1 else 1) * COMPUTE_BYTES[precision] * padded
+    return (3 if world_size > 1 else 1) * COMPUTE_BYTES[precision] * padded

@@ -200,7 +200,7 @@ def run_sharding(world_sizes: Sequence[int] | int = (1, 2, 4),
     (PyTorch's mixed precision: autocast in bf16, FSDP2's ``MixedPrecisionPolicy``). Every argument
     is checked before a process starts. The last of ``steps`` is measured (DDP rebuilds its buckets
     once, in the second step). Rows: strategy, world_size, batch, width, measured_bytes (for each part the largest
-    rank's: params, grads, optim, FSDP2's peak of gathered layers in its objects), predicted_bytes (the calculator
+    rank's: params, grads, optim, FSDP2's peak of gathered parameters the process holds), predicted_bytes (the calculator
     given the model's shapes), bytes_equal_on_all_ranks, max_abs_diff_vs_unsharded (one process, whole
     batch, same steps and precision, on the ranks' kind of device: a GPU under nccl, else the CPU), collectives of one step (calls, payload, wire bytes), DDP's
     buckets (ddp, zero1) and, with ``repeats`` > 0, step_s, predicted_step_s and its predicted_parts
