@@ -220,8 +220,8 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
     lines.append(f"One bare all-reduce of the {rows[0]['allreduce_bytes_per_step'] / 1e3:.0f} KB of gradients took "
                  f"{ar_ms:.2f} ms, the same work at every batch; against the {n}-process step time that is {share}.")
     if got_ms - alone_ms > ar_ms:
-        lines.append(f"A bare all-reduce, timed alone, takes {ar_ms:.2f} of those {got_ms - alone_ms:.2f} ms. The rest "
-                     f"is not timed part by part here; candidates: {rest}.")
+        lines.append(f"A bare all-reduce, timed alone, takes {ar_ms:.2f} ms; its share inside the step is not measured, "
+                     f"nor are those {got_ms - alone_ms:.2f} ms timed part by part; candidates besides it: {rest}.")
     else:
         lines.append(f"Those {got_ms - alone_ms:.2f} ms are less than one bare all-reduce timed alone ({ar_ms:.2f} ms). "
                      f"Why is not measured here: the two were timed apart, and this run does not split a step into its "
@@ -252,16 +252,20 @@ def _baseline_lines(by: dict, batches: list[int], n: int, reps: int, ideal: dict
     for b in batches:
         r, part = by[b], b // n
         if b in ideal:
+            why = (f", above {n}× because 1 process is slower per sample at {b} than at {part}" if ideal[b] > n * (1 + margin)
+                   else f", below {n}× because 1 process is slower per sample at {part} than at {b}"
+                   if ideal[b] < n / (1 + margin) else "")
             line = (f"At batch {b} each of the {n} processes computes on {part} samples, which 1 process did at "
                     f"{us[part]:.0f} µs a sample against {us[b]:.0f} µs at {b}: stepping as fast as 1 process alone "
-                    f"(forward, backward, optimizer step), with no other rank to all-reduce with, {n} processes would be {ideal[b]:.2f}× faster (the solo-step ideal), not {n}×; "
+                    f"(forward, backward, optimizer step), with no other rank to all-reduce with, {n} processes would be "
+                    f"{ideal[b]:.2f}× faster (the solo-step ideal), not {n}×{why}; "
                     f"measured {r['speedup']:.2f}×, {100 * r['speedup'] / ideal[b]:.0f} % of it.")
+            t_n, t_part = 1e3 * r["step_s_n"], 1e3 * by[part]["step_s_1"]
             if ideal[b] > n * (1 + margin):
-                line += (f" Part of the speedup at {b} is a baseline effect: 1 process is slower per sample at {b} "
-                         f"than at {part}, which the {n} processes, on {part} samples each, escape.")
-            elif ideal[b] < n / (1 + margin):
-                line += (f" 1 process is slower per sample at {part} than at {b}: that keeps the speedup at {b} "
-                         f"below {n}× even with no other rank to all-reduce with.")
+                line += (f" Part of the speedup at {b} is that baseline effect, which the {n} processes, on {part} samples "
+                         f"each, escape" + (f", though they pay other costs: {t_n:.1f} ms a step against {t_part:.1f} ms "
+                                            f"for 1 process alone at {part}, {100 * (t_n / t_part - 1):.0f} % more."
+                                            if t_n > t_part else "."))
             if r["speedup_max"] > ideal[b]:
                 line += (f" A repeat went above that ideal ({r['speedup_max']:.2f}×); {reps} repeats cannot tell it "
                          f"from timing noise.")
@@ -287,7 +291,8 @@ def scaling_table(rows: list[dict]) -> str:
         lines.append(f"{r['global_batch']:>12} {1e3 * r['step_s_1']:>10.1f} {1e3 * r['step_s_n']:>11.1f} "
                      f"{r['step_s_1'] / r['step_s_n']:>8.2f}× {r['speedup']:>7.2f}× "
                      f"{r['speedup_min']:>5.2f}–{r['speedup_max']:.2f}× {r['allreduce_bytes_per_step'] / 1e3:>19.0f}")
-    lines.append(f"ms ratio: 1 proc ms / {n} procs ms, two medians that may come from different repeats. speedup: "
+    lines.append(f"ms ratio: 1 proc ms / {n} procs ms, two medians that may come from different repeats (so it can "
+                 f"differ from the speedup). speedup: "
                  f"the median of each repeat's own ratio (1-process time / {n}-process time, timed next to each other), "
                  "range: the lowest and highest of those ratios. The verdicts below use the speedup and its range.")
     return "\n".join(lines)
