@@ -178,6 +178,26 @@ def test_the_check_draws_new_ranks_and_epochs():
         assert all(list(m) == list(gathered[0][0][1]) for g in gathered for _, m in g)
 
 
+def test_the_check_draws_only_per_sample_means_in_their_ranges():
+    # the run's value is the sample-weighted mean only for a per-sample mean (not perplexity, F1, throughput, lr)
+    ranges = {"loss": (0, 5), "nll": (0, 5), "acc": (0, 1), "error": (0, 1)}
+    names = set()
+    for seed in range(200):
+        _, gathered = lesson._random_log(random.Random(seed))
+        for g in gathered:
+            for tag in g[0][1]:
+                name, split = tag.split("/")
+                assert name in ranges and split in ("train", "val", "test"), tag
+                names.add(name)
+                low, high = ranges[name]
+                assert all(low <= m[tag] <= high for _, m in g), (tag, g)
+                want = lesson._run_mean(g, tag)        # every classic mistake stays more than 0.01 away
+                assert abs(g[0][1][tag] - want) > 0.01
+                assert abs(sum(m[tag] for _, m in g) / len(g) - want) > 0.01
+                assert abs(sum(m[tag] for _, m in g) - want) > 0.01
+    assert names == set(ranges)
+
+
 @pytest.mark.parametrize("answer, ok", [(6, True), (5, False), (3, False), (4, False), (10, False), (25, False),
                                         (30, False)])
 def test_add_scalars_runs_counts_names_and_the_writers_own(answer, ok):

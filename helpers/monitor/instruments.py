@@ -154,7 +154,8 @@ def ops_table(averages, sort_by: str = "self_cpu_time_total", rows: int = 8, sha
             lines.append(text if len(text) <= 107 else text[:106] + "…")
     units = "times in ms, summed over the calls" if gpu else \
         "times in ms, memory in KiB net (negative: more freed), each summed over the calls"
-    return "\n".join(lines + ["-" * len(head), f"self CPU total {_ms(total)} ms; {units}"])
+    return "\n".join(lines + ["-" * len(head), f"%: each row's self CPU time as a share of the self CPU total, "
+                                              f"{_ms(total)} ms (the sum over every event)", units])
 
 
 def callee_memory_line(rows) -> str:

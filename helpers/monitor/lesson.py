@@ -10,7 +10,10 @@ from ..core.i18n import tr
 NOTEBOOK = "05_monitoring"
 
 
-_NAMES = ("loss", "acc", "lr", "grad_norm", "throughput", "perplexity", "f1")
+# Metrics that are a mean over samples, so that the run's value is the sample-weighted mean of the ranks'
+# (perplexity, F1, throughput or a learning rate are not: they combine otherwise). Each name's values lie in
+# its range: accuracy and error rate in [0, 1], losses (cross-entropy, negative log-likelihood) at least 0.
+_NAMES = {"loss": (0.0, 5.0), "nll": (0.0, 5.0), "acc": (0.0, 1.0), "error": (0.0, 1.0)}
 _SPLITS = ("train", "val", "test")
 
 
@@ -26,7 +29,8 @@ def _random_log(rng: random.Random) -> tuple[list[int], list[list[tuple[int, dic
     world = rng.randint(2, 4)
     while True:
         samples = rng.sample(range(20, 400), world)
-        gathered = [[(n, {t: round(rng.uniform(-5, 5), 4) for t in tags}) for n in samples] for _ in epochs]
+        gathered = [[(n, {t: round(rng.uniform(*_NAMES[t.split("/")[0]]), 4) for t in tags}) for n in samples]
+                    for _ in epochs]
         if all(_far_from_wrong(g, t) for g in gathered for t in tags):
             return epochs, gathered
 
