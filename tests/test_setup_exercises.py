@@ -305,7 +305,11 @@ def test_steal_time_is_read_from_proc_stat_and_said_beside_psi(tmp_path):
     f.write_text("cpu  1 2 3 4 5 6 7\n")                         # a kernel without the steal column
     assert readings.cpu_steal_total(str(f)) is None
     stolen = lesson.pressure_meaning(3_000, 1.0, steal_ticks=10, hz=100, cpus=2)   # 0.1 s of 2 CPU-s: 5 %
-    assert "100 ms" in stolen and "5.00%" in stolen and "PSI does not count" in stolen, stolen
+    assert "10 tick(s) of 10 ms (between 90 and 110 ms)" in stolen and "5.00%" in stolen, stolen   # ±1 tick
+    assert "PSI does not count" in stolen, stolen
+    none = lesson.pressure_meaning(3_000, 1.0, steal_ticks=0, hz=100, cpus=2)   # zero ticks: under one tick, not "0 ms"
+    assert "0 tick(s) of 10 ms (under 10 ms)" in none and "0 ms in" not in none, none
+    assert "(between 0 and 20 ms)" in lesson.pressure_meaning(3_000, 1.0, steal_ticks=1, hz=100, cpus=2)
     assert "under 1%" not in stolen and "may have gone to waiting" in stolen, stolen   # PSI small, steal not
     assert "steal's share (5.00%) is not small (1% or more); PSI's is 0.30%" in stolen, stolen
     unknown = lesson.pressure_meaning(3_000, 1.0, steal_ticks=None)
@@ -383,6 +387,18 @@ def test_the_thread_verdict_names_a_winner_only_when_the_runs_do_not_overlap():
     assert threads == 2 and "(median 0.161)" in text and "(median 0.155)" in text, text
     assert "run 1 of 2 thread(s) (0.409 s, 2.5× that count's median)" in text and "run 2 of" not in text, text
     assert "over 1.5×" not in lesson.threads_verdict(overlap, default=2)[1]   # 0.30 is 1.4× its median 0.22
+
+
+def test_the_thread_verdict_says_the_wait_policy_it_holds_for():
+    overlap = [(1, .21), (2, .23), (1, .22), (2, .25), (1, .30), (2, .24)]
+    apart = [(1, .21), (2, .23), (1, .22), (2, .25), (1, .20), (2, .24)]
+    for runs, ends in ((overlap, "keeps the default"), (apart, "used for the training run below")):
+        text = lesson.threads_verdict(runs, default=2, wait_policy="PASSIVE")[1]
+        assert "this holds for OMP_WAIT_POLICY=PASSIVE" in text and ends in text, text
+        assert "only runs with more than one thread pay" in text, text   # the waking cost is the multi-thread runs'
+        active = lesson.threads_verdict(runs, default=2, wait_policy="ACTIVE")[1]
+        assert "OMP_WAIT_POLICY=ACTIVE" in active and "woken" not in active, active
+    assert "OMP_WAIT_POLICY" not in lesson.threads_verdict(apart, default=2)[1]
 
 
 def forgets_eval_mode(model, loader):       # right in every way but one: BatchNorm keeps using the batch's statistics

@@ -189,13 +189,15 @@ EXERCISES = [
 ]
 
 
-def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float = 1.5) -> tuple[int, str]:
+def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float = 1.5,
+                    wait_policy: str | None = None) -> tuple[int, str]:
     """Section 3's reading of ``(threads, seconds)`` runs: every run printed, and a winner only when the faster
     count's slowest run beats the other count's fastest; otherwise no clear difference, and ``default`` (00).
     With *a* and *b* runs, a split that clean happens by chance, if every run's time were drawn alike whatever the
     count, in 2 of the C(a + b, a) equally likely orderings (either count all below): the exact two-sided
     Mann–Whitney p-value of a complete separation, printed. Each count's median is printed, and every run slower
-    than ``outlier`` times its count's median is named."""
+    than ``outlier`` times its count's median is named. With ``wait_policy`` (the OMP_WAIT_POLICY the runs had), the
+    verdict says it holds for that policy; under PASSIVE, waking sleeping threads costs only the multi-thread runs."""
     import math
     import statistics
 
@@ -216,18 +218,25 @@ def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float 
     orders = math.comb(a + b, a)
     chance = (f"with {a} and {b} runs, equally fast counts would split this cleanly by chance 2 times in {orders} "
               f"({200 / orders:.1f} %)")
+    policy = ""
+    if wait_policy is not None:
+        policy = f"; this holds for OMP_WAIT_POLICY={wait_policy}"
+        if wait_policy.upper() == "PASSIVE":
+            policy += " (a sleeping OpenMP thread must be woken, a cost only runs with more than one thread pay)"
     if max(by[fast]) < min(by[slow]):
         return fast, (f"{shown}\n{fast} thread(s) faster in every run ({max(by[fast]):.3f} s slowest against "
-                      f"{min(by[slow]):.3f} s fastest; {chance}): used for the training run below")
+                      f"{min(by[slow]):.3f} s fastest; {chance}){policy}: used for the training run below")
     return default, (f"{shown}\nno clear difference (the runs overlap; a clean split is required, which "
-                     f"{chance.replace('this cleanly', 'so')}): the training run below keeps the default, {default} thread(s)")
+                     f"{chance.replace('this cleanly', 'so')}){policy}: the training run below keeps the default, "
+                     f"{default} thread(s)")
 
 
 def cpu_pressure_total(path: str = "/proc/pressure/cpu") -> int | None:
     """The "some" line's ``total`` of Linux PSI (https://docs.kernel.org/accounting/psi.html), in microseconds since
     boot: each CPU's time with a runnable task waiting for it, averaged over the CPUs weighted by their non-idle
     time (psi.c's header comment), not the time in which some task waited anywhere; None where the file is missing
-    (not Linux, a kernel without PSI) or unreadable (00)."""
+    (not Linux, a kernel without PSI, or PSI off at boot: psi=0, or CONFIG_PSI_DEFAULT_DISABLED without psi=1, as
+    psi.c's psi_proc_init creates /proc/pressure only when PSI is on) or unreadable (00)."""
     try:
         with open(path) as f:
             for line in f:
@@ -258,9 +267,12 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
                  "systems), is not read here (no /proc/stat steal column)")
     else:
         steal_share = round(steal_ticks / hz / (wall_s * cpus), 4) if wall_s > 0 else 0.0
-        head += (f"; this machine's {cpus} CPU(s) spent {steal_ticks / hz * 1e3:.0f} ms in other operating systems "
-                 f"(steal time, /proc/stat, counted in ticks of {1e3 / hz:.0f} ms; {steal_share:.2%} of their time), "
-                 f"which PSI does not count")
+        tick = 1e3 / hz   # each reading is the all-CPU total cut down to whole ticks: the change is within ±1 tick
+        spent = (f"under {tick:.0f} ms" if steal_ticks == 0 else
+                 f"between {(steal_ticks - 1) * tick:.0f} and {(steal_ticks + 1) * tick:.0f} ms")
+        head += (f"; this machine's {cpus} CPU(s) spent {steal_ticks} tick(s) of {tick:.0f} ms ({spent}) in other "
+                 f"operating systems (steal time, /proc/stat; about {steal_share:.2%} of their time), which PSI does "
+                 f"not count")
     average = (f"PSI's share is an average over the CPUs, not the time in which some task waited: with {cpus} "
                f"CPUs non-idle alike, a task waiting on one of them adds 1/{cpus} of its wait, so the share is no "
                f"upper bound on how long the runs' threads waited" if cpus > 1 else
