@@ -85,10 +85,12 @@ def _ring_sweep(measured_over_predicted: list[float], extra_ms: list[float] | No
 
 def test_the_ring_prediction_is_printed_at_every_size_not_only_where_it_fits():
     lines = ring_prediction_lines(_ring_sweep([3.0, 2.5, 1.05, 0.97]))
-    assert lines[0] == "in short: ring within 15% of its prediction at 16 KiB, 64 KiB; slower at 1 KiB, 4 KiB (×2.50–×3.00)"
-    assert lines[1].split()[:5] == ["size", "all_reduce", "ring", "one", "step"]
-    assert sum("ms" in line and "×" in line for line in lines[2:6]) == 4
+    assert lines[:3] == ["in short:", "  The ring is within 15% of its prediction at 16 KiB, 64 KiB.",
+                         "  It is slower at 1 KiB, 4 KiB (×2.50–×3.00)."]
+    assert lines[3].split()[:5] == ["size", "all_reduce", "ring", "one", "step"]
+    assert sum("ms" in line and "×" in line for line in lines[4:8]) == 4
     assert sum("slower at 1 KiB, 4 KiB" in line for line in lines) == 1   # said once, in the takeaway
+    assert "  per whole all-reduce: all_reduce, ring, predicted; per ring step: one step" in lines
 
 
 def test_each_size_s_step_time_is_printed():
@@ -184,7 +186,7 @@ def test_the_ring_s_excess_leads_with_its_ratio_and_names_no_cause():
 
 def test_an_overlap_that_did_not_help_gets_no_cause_nor_unmeasured_candidates():
     slower = ddp_verdict(_scratch(1.87, 1.17, 1.46))
-    assert "overlap made the step slower here" in slower and "whole steps only" in slower
+    assert "overlap made the step slower here" in slower and "whole-step times do not say which" in slower
     assert "candidate" not in slower and "torch.cat" not in slower and "CPU cores" not in slower
     assert "overlap did not make" not in ddp_verdict(_scratch(1.6, 1.30, 1.10))
     assert "overlap made" not in ddp_verdict(_scratch(1.6, 1.30, 1.10))
@@ -205,12 +207,15 @@ def _parts_sweep(step_over_line: float, ring_over_parts: float) -> dict:
 def test_an_excess_that_the_step_line_missing_its_own_steps_explains_is_not_called_a_ring_cost():
     lines = ring_prediction_lines(_parts_sweep(3.0, 1.0))
     text = "\n".join(lines)
-    assert "step line" in lines[1] and "from parts" in lines[1] and "ring/parts" in lines[1]
-    assert lines[0].startswith("in short:")
+    head = _short(lines).count("\n") + 1
+    assert "step line" in lines[head] and "from parts" in lines[head] and "ring/parts" in lines[head]
+    assert lines[0] == "in short:" and all(len(line) < 200 for line in lines[:head])
+    assert "  per whole all-reduce: all_reduce, ring, predicted, from parts; per ring step: one step, step line" in lines
     # the step line is a third of the measured step: over 2 steps that gap is the whole excess, the additions none
-    assert "at 1 KiB within 15% of its measured parts (×1.00); its measured step is ×3.00 the step line there" in lines[0]
-    assert "that gap is 100% of the ring's excess over the prediction, the additions' gap to γ 0%" in lines[0]
-    assert "not identified" not in lines[0] and "also more than its own parts" not in lines[0]
+    assert "At 1 KiB it is within 15% of its measured parts (×1.00).\n  Its measured step there is ×3.00 the step line" \
+        in _short(lines)
+    assert "that gap is 100% of the ring's excess over the prediction; the additions' gap to γ is 0%" in _short(lines)
+    assert "not identified" not in _short(lines) and "also takes more than its own parts" not in _short(lines)
     assert "misses its own measured step" not in text   # each size's miss is said once, in the takeaway
     assert "fixed cost" not in text   # no excess over the parts to bound
 
@@ -218,7 +223,8 @@ def test_an_excess_that_the_step_line_missing_its_own_steps_explains_is_not_call
 def test_an_excess_above_the_measured_parts_is_said_as_such_and_the_line_s_share_printed():
     text = "\n".join(ring_prediction_lines(_parts_sweep(1.0, 3.0)))
     assert "misses its own measured step" not in text   # the line fits its steps
-    assert "at each of them also more than its own parts timed alone add up to (×3.00–×3.00)" in text.splitlines()[0]
+    assert "At each of them it also takes more than its own parts timed alone add up to (×3.00–×3.00)" \
+        in _short(text.splitlines())
     assert "within 15% of its measured parts" not in text   # no share is claimed where the parts fall short
     assert text.count("more than its measured parts") == 0 and "a fixed cost that every ring call adds is at most" in text
 
@@ -277,8 +283,9 @@ def test_a_fixed_cost_per_call_is_bounded_by_the_smallest_excess_over_the_measur
     assert "the larger excess at 4 KiB, 16 KiB, 64 KiB is at least partly a cost at that size" in text
     assert text.count("does not separate them") == 1
     assert "candidate" not in text and "misses its own measured step" not in text
-    assert lines[0].startswith("in short: ring within 15% of its prediction at no size; slower at 1 KiB, 4 KiB, 16 KiB, "
-                               "64 KiB") and "more than its own parts timed alone add up to" in lines[0]
+    assert lines[1:3] == ["  The ring is within 15% of its prediction at no size.",
+                          "  It is slower at 1 KiB, 4 KiB, 16 KiB, 64 KiB (×2.24–×5.41)."] \
+        and "more than its own parts timed alone add up to" in _short(lines)
     for r in sweep["sizes"]:   # a ring below its parts somewhere: no fixed cost is bounded above zero
         r["ring_s"] = r["ring_parts_s"] + 0.5e-3
     sweep["sizes"][0]["ring_s"] = sweep["sizes"][0]["ring_parts_s"] * 0.8
@@ -298,6 +305,11 @@ def test_the_rank_agreement_lines_follow_the_numbers():
 
 
 
+def _short(lines: list[str]) -> str:
+    """The takeaway above the table: "in short:" and its sentences, one a line."""
+    return "\n".join(lines[:next(i for i, line in enumerate(lines) if line.split()[:1] == ["size"])])
+
+
 def _split_sweep(step_line: float, step: float, gamma: float, add: float, ring: float) -> dict:
     """Two sizes; at 4 KiB the step line and γ's addition (ms) predict the ring, the measured step and addition its parts."""
     sweep = _parts_sweep(1.0, 1.0)
@@ -312,29 +324,57 @@ def test_where_the_ring_is_within_its_parts_their_share_of_the_excess_is_split_b
     # the stored run's 4 MiB: prediction 2.70, parts 2.77 (within 15% of the ring's 3.13) explain 16% of the excess
     lines = ring_prediction_lines(_split_sweep(1.24, 1.25, 0.22, 0.27, 3.13))
     assert "mostly" not in "\n".join(lines)
-    assert ("at 4 KiB within 15% of its measured parts (×1.13); its measured step is ×1.01 the step line there "
-            "(1.25 vs 1.24 ms), and over 2 steps that gap is 5% of the ring's excess over the prediction, the additions' "
-            "gap to γ 12%, the other 83% not identified") in lines[0]
+    assert ("At 4 KiB it is within 15% of its measured parts (×1.13).\n  Its measured step there is ×1.01 the step line "
+            "(1.25 vs 1.24 ms).\n  Over 2 steps that gap is 5% of the ring's excess over the prediction; the additions' "
+            "gap to γ is 12%; the other 83% is not identified.") in _short(lines)
     # the step line misses the measured step, and that explains most of the excess
     lines = ring_prediction_lines(_split_sweep(1.0, 1.4, 0.2, 0.2, 3.0))
-    assert "its measured step is ×1.40 the step line there (1.40 vs 1.00 ms)" in lines[0]
-    assert "that gap is 100% of the ring's excess over the prediction, the additions' gap to γ 0%" in lines[0]
+    assert "Its measured step there is ×1.40 the step line (1.40 vs 1.00 ms)" in _short(lines)
+    assert "that gap is 100% of the ring's excess over the prediction; the additions' gap to γ is 0%" in _short(lines)
     # the additions take longer than γ says, and that explains most of the excess
     lines = ring_prediction_lines(_split_sweep(1.0, 1.0, 0.2, 0.9, 3.1))
-    assert "that gap is 0% of the ring's excess over the prediction, the additions' gap to γ 78%, the other 22% not " \
-           "identified" in lines[0]
+    assert "that gap is 0% of the ring's excess over the prediction; the additions' gap to γ is 78%; the other 22% is " \
+           "not identified" in _short(lines)
     # the stored run's 16 MiB: the step 5.64 ms, its line 5.12 ms; parts explain 62% of the excess
     lines = ring_prediction_lines(_split_sweep(5.12, 5.64, 1.09, 1.54, 13.74))
-    assert "its measured step is ×1.10 the step line there (5.64 vs 5.12 ms)" in lines[0]
-    assert "that gap is 43% of the ring's excess over the prediction, the additions' gap to γ 19%, the other 38% not " \
-           "identified" in lines[0]
+    assert "Its measured step there is ×1.10 the step line (5.64 vs 5.12 ms)" in _short(lines)
+    assert "that gap is 43% of the ring's excess over the prediction; the additions' gap to γ is 19%; the other 38% is " \
+           "not identified" in _short(lines)
     assert "within 15% of its own measured step" not in "\n".join(lines)   # said once, not contradicted
     # a miss over 15% at a size within its parts is said once, in the takeaway, not again as a miss
     lines = ring_prediction_lines(_split_sweep(1.0, 1.4, 0.2, 0.2, 3.0))
-    assert "×1.40 the step line" in lines[0] and not any("misses its own measured step" in line for line in lines)
+    assert "×1.40 the step line" in _short(lines) and not any("misses its own measured step" in line for line in lines)
 
 
 def test_a_small_size_verdict_drawn_from_a_falling_time_says_so():
     text = "\n".join(sweep_summary(_sweep(0.8)))
     assert "pay mostly α" in text and "rests on that odd time" in text
     assert "odd time" not in "\n".join(sweep_summary(_sweep(1.1)))
+
+
+def test_the_overlap_caveat_is_said_also_when_overlap_was_faster_and_names_both_causes():
+    faster = ddp_verdict(_scratch(1.6, 1.30, 1.10))
+    assert "overlapped faster than bucketed: in all 7 rounds" in faster
+    assert "starts each bucket's all-reduce during backward" in faster
+    assert "all its buckets' all-reduces in flight at once (async_op=True) where bucketed waits for each in turn" in faster
+    assert "whole-step times do not say which of the two made a difference" in faster
+
+
+def test_the_all_reduces_finished_when_backward_returned_are_printed_as_counted():
+    res = _scratch(1.6, 1.30, 1.10)
+    res["done_at_backward_end"] = (85, 114)
+    text = ddp_verdict(res)
+    assert "when backward returned, 85 of the overlapped version's 114 all-reduces" in text
+    assert "so those ran during backward" in text
+    res["done_at_backward_end"] = (0, 114)
+    text = ddp_verdict(res)
+    assert "0 of the overlapped version's 114" in text and "so those ran during backward" not in text
+    assert "none finished during backward" in text
+    assert "when backward returned" not in ddp_verdict(_scratch(1.6, 1.30, 1.10))   # not measured: not said
+
+
+def test_the_verdict_counts_its_comparisons_and_says_rounds_are_not_independent():
+    text = ddp_verdict(_scratch(1.6, 1.30, 1.10))
+    assert "these 5 comparisons each have p = 2 · 0.5^7 = 0.016" in text
+    assert "up to 5 × 0.016 = 0.08" in text and "not independent" in text
+    assert "p = 2 · 0.5^6 = 0.031" in ddp_verdict(_scratch(1.6, 1.30, 1.10, rounds=6))

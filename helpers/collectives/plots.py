@@ -152,6 +152,9 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     if parts:
         table.append("  predicted: from the lines fitted to the step and the addition; from parts: 2(n − 1) × this size's "
                      "measured step + (n − 1) × its measured addition, no line")
+        table.append("  per whole all-reduce: all_reduce, ring, predicted, from parts; per ring step: one step, step line")
+    else:
+        table.append("  per whole all-reduce: all_reduce, ring, predicted; per ring step: one step")
     fits = [r for r in rows if abs(r["ring_s"] / r["ring_model_s"] - 1) <= margin]
     above = [r for r in rows if r["ring_s"] > (1 + margin) * r["ring_model_s"]]
     below = [r for r in rows if r["ring_s"] < (1 - margin) * r["ring_model_s"]]
@@ -161,27 +164,28 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     near = [r for r in above if parts and r not in rest and r["ring_s"] >= (1 - margin) * r["ring_parts_s"]]
     steps = 2 * (sweep.get("world_size", 2) - 1)   # parts − prediction = the steps' miss of their line + the additions' of γ
 
-    def explained(r: dict) -> str:   # the measured parts' share of the ring's excess over the prediction, split
+    def explained(r: dict) -> list[str]:   # the measured parts' share of the ring's excess over the prediction, split
         excess = r["ring_s"] - r["ring_model_s"]
         by_steps = steps * (r["step_s"] - r["step_model_s"]) / excess
         by_adds = (r["ring_parts_s"] - r["ring_model_s"]) / excess - by_steps
         pct_steps, pct_adds = round(100 * by_steps), round(100 * by_adds)
-        said = (f"at {_size(r['bytes'])} within {margin:.0%} of its measured parts (×{r['ring_s'] / r['ring_parts_s']:.2f})"
-                f"; its measured step is ×{r['step_s'] / r['step_model_s']:.2f} the step line there "
-                f"({r['step_s'] * 1e3:.2f} vs {r['step_model_s'] * 1e3:.2f} ms), and over {steps} steps that gap is "
-                f"{pct_steps}% of the ring's excess over the prediction, the additions' gap to γ {pct_adds}%")
-        return said + (f", the other {100 - pct_steps - pct_adds}% not identified" if pct_steps + pct_adds < 100 else "")
-    said = [f"ring within {margin:.0%} of its prediction at {names(fits)}"]
+        return [f"At {_size(r['bytes'])} it is within {margin:.0%} of its measured parts (×{r['ring_s'] / r['ring_parts_s']:.2f})",
+                f"Its measured step there is ×{r['step_s'] / r['step_model_s']:.2f} the step line "
+                f"({r['step_s'] * 1e3:.2f} vs {r['step_model_s'] * 1e3:.2f} ms)",
+                f"Over {steps} steps that gap is {pct_steps}% of the ring's excess over the prediction; the additions' gap "
+                f"to γ is {pct_adds}%" + (f"; the other {100 - pct_steps - pct_adds}% is not identified"
+                                           if pct_steps + pct_adds < 100 else "")]
+    said = [f"The ring is within {margin:.0%} of its prediction at {names(fits)}"]
     if above:
-        said.append(f"slower at {names(above)} ({ratio(above, 'ring_model_s')})")
+        said.append(f"It is slower at {names(above)} ({ratio(above, 'ring_model_s')})")
     same = lambda rs: rs == above and len(rs) > 2  # noqa: E731  (the list just named again: "each of them")
     if rest:
-        said.append(f"{'at each of them' if same(rest) else 'at ' + names(rest)} also more than its own parts timed "
-                    f"alone add up to ({ratio(rest, 'ring_parts_s')}): a cost this run does not identify")
-    said += [explained(r) for r in near]
+        said.append(f"{'At each of them' if same(rest) else 'At ' + names(rest)} it also takes more than its own parts "
+                    f"timed alone add up to ({ratio(rest, 'ring_parts_s')}): a cost this run does not identify")
+    said += [x for r in near for x in explained(r)]
     if below:
-        said.append(f"faster at {names(below)}")
-    lines = ["in short: " + "; ".join(said)] + table
+        said.append(f"It is faster at {names(below)}")
+    lines = ["in short:"] + [f"  {x}." for x in said] + table
     if parts:
         miss = [r for r in rows if abs(r["step_s"] / r["step_model_s"] - 1) > margin and r not in near]   # near: said above
         if miss:

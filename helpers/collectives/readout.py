@@ -19,7 +19,7 @@ def ring_rank_lines(diffs: dict) -> list[str]:
     n, naive, ring = diffs["world_size"], diffs["naive_between_ranks"], diffs["ring_between_ranks"]
     lines = [f"every rank's result against rank 0's, largest |difference|: naive ring {naive:.1e}, ring {ring:.1e}"]
     lines.append(f"  naive ring: the {n} ranks end with different last bits: each added the {n} tensors in its own order, "
-                 "so replicas updated with these sums would drift apart" if naive > 0 else
+                 "so replicas stepping with these sums could differ after one step" if naive > 0 else
                  f"  naive ring: the {n} ranks hold the same bits here, though each added the {n} tensors in its own order")
     lines.append("  ring: every rank holds the same bits: each chunk's sum is one chain of additions, finished on one "
                  "rank, and the all-gather copied it to the others" if ring == 0 else

@@ -187,8 +187,8 @@ class OverlappedDDP:
     ``register_post_accumulate_grad_hook`` tells us when a parameter's ``.grad`` is final; when a
     bucket's last gradient arrives, its all-reduce is started (``async_op=True``) and the hook
     returns, so that backward can go on with earlier layers while it runs: that is the design;
-    whether the two really overlap depends on the backend and on the CPU cores free, and notebook 08
-    times whole steps only. Call the wrapper as the model (it first copies rank 0's buffers to
+    whether the two really overlap depends on the backend and on the CPU cores free (notebook 08 counts
+    the all-reduces already finished when backward returns). Call the wrapper as the model (it first copies rank 0's buffers to
     every rank, as DDP does at each forward by default: ``forward_sync_buffers``); call :meth:`finish` after ``backward()``, before ``optimizer.step()``:
     it waits for the all-reduces and writes the averaged gradients back. Several backward passes
     before ``finish()`` each send the buckets again, so the gradients end up summed over the passes

@@ -35,12 +35,15 @@ def scratch_model(hidden: tuple[int, ...] = (512, 512, 512), seed: int = 0) -> n
 
 
 def _step_fn(variant: str, hidden: tuple[int, ...], bucket_bytes: int, lr: float, x: torch.Tensor,
-             y: torch.Tensor) -> tuple[nn.Module, Callable[[], None], Callable[[], int | None]]:
+             y: torch.Tensor, done: list[int] | None = None
+             ) -> tuple[nn.Module, Callable[[], None], Callable[[], int | None]]:
     """The model of one variant, a function running one training step of it, and its all-reduces per step.
 
     The count: one per parameter with a gradient (per parameter), one per bucket (bucketed, overlapped:
     :func:`make_buckets`), and for DDP the buckets its reducer holds at the time asked (it rebuilds them
     after the first step; read through the private ``_get_zeros_like_grad_buckets``, None where absent).
+    For the overlapped version, ``done`` (``[finished, started]``) adds up, at every step, how many of the
+    all-reduces started during backward had already finished (``Work.is_completed()``) when backward returned.
     """
     dev = x.device
     model = scratch_model(hidden).to(dev)
@@ -60,7 +63,13 @@ def _step_fn(variant: str, hidden: tuple[int, ...], bucket_bytes: int, lr: float
         sync = lambda: allreduce_gradients_bucketed(model, bucket_bytes)  # noqa: E731
     elif variant == "overlapped":
         wrapped = OverlappedDDP(model, bucket_bytes)
-        net, sync = wrapped, wrapped.finish  # type: ignore[assignment]
+        net = wrapped  # type: ignore[assignment]
+
+        def sync() -> None:
+            if done is not None:   # backward has returned: which of its all-reduces are already finished?
+                done[0] += sum(work.is_completed() for work, _, _ in wrapped.pending)
+                done[1] += len(wrapped.pending)
+            wrapped.finish()
         count = lambda: len(wrapped.buckets)  # noqa: E731
     else:
         raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
@@ -85,7 +94,8 @@ def scratch_ddp_worker(rank: int, world_size: int, variants: tuple[str, ...], hi
     """
     dev = local_device()
     x, y = (t.to(dev) for t in rank_share(batch, world_size, rank))
-    runs = {v: _step_fn(v, hidden, bucket_bytes, lr, x, y) for v in variants}
+    done = [0, 0]   # overlapped: all-reduces finished when backward returned, all-reduces started
+    runs = {v: _step_fn(v, hidden, bucket_bytes, lr, x, y, done) for v in variants}
     params = {}
     for v, (model, step, _) in runs.items():
         for _ in range(steps):
@@ -100,7 +110,8 @@ def scratch_ddp_worker(rank: int, world_size: int, variants: tuple[str, ...], hi
     return {"step_s": {v: min(ts) for v, ts in rounds.items()}, "rounds": rounds,
             "max_abs_diff": {v: max_abs_diff(p, ref) for v, p in params.items()} if ref else {},
             "parameters": sum(p.numel() for p in runs[variants[0]][0].parameters()),
-            "all_reduces": {v: count() for v, (_, _, count) in runs.items()}, "steps": steps}
+            "all_reduces": {v: count() for v, (_, _, count) in runs.items()}, "steps": steps,
+            "done_at_backward_end": tuple(done)}
 
 
 def run_scratch_ddp(nprocs: int = 2, variants: tuple[str, ...] = VARIANTS, hidden: tuple[int, ...] = (512, 512, 512),
@@ -110,7 +121,9 @@ def run_scratch_ddp(nprocs: int = 2, variants: tuple[str, ...] = VARIANTS, hidde
 
     Returns ``{"step_s": {variant: best round's s per step}, "rounds": {variant: every round's s per step},
     "max_abs_diff": {variant: vs DDP}, "ratio": {variant: best step / DDP's best}, "repeats", "timed_steps",
-    "parameters", "all_reduces": {variant: all-reduces per step, after the timed steps}, "steps", "processes"}``;
+    "parameters", "all_reduces": {variant: all-reduces per step, after the timed steps}, "steps", "processes",
+    "done_at_backward_end": (overlapped all-reduces already finished when backward returned, started), rank 0's,
+    over all its steps}``;
     ``batch`` is global, split evenly over the ranks.
     """
     if "ddp" not in variants:
@@ -171,8 +184,18 @@ def ddp_verdict(res: dict) -> str:
         lines.append("so in this run neither bucketing nor overlap shows a benefit that every round agrees on")
     overlap = verdicts["overlapped", "bucketed"]
     if overlap != "faster than":
-        lines.append(("overlap made the step slower here" if overlap == "slower than" else
-                      "overlap did not make the step faster in a way every round agrees on")
-                     + "; this run times whole steps only, so it does not show whether any all-reduce ran during "
-                     "backward")
+        lines.append("overlap made the step slower here" if overlap == "slower than" else
+                     "overlap did not make the step faster in a way every round agrees on")
+    lines.append("overlapped differs from bucketed in two ways: it starts each bucket's all-reduce during backward, and "
+                 "it keeps all its buckets' all-reduces in flight at once (async_op=True) where bucketed waits for each "
+                 "in turn; whole-step times do not say which of the two made a difference")
+    if "done_at_backward_end" in res:
+        finished, started = res["done_at_backward_end"]
+        lines.append(f"when backward returned, {finished} of the overlapped version's {started} all-reduces (rank 0, "
+                     "all its steps) had already finished" + (", so those ran during backward" if finished else
+                     ": none finished during backward (they may still have started during it)"))
+    m = len(res["rounds"]) - 1 + len(said)   # each variant against DDP above, and the two comparisons here
+    lines.append(f"these {m} comparisons each have p = 2 · 0.5^{k} = {2 * 0.5 ** k:.3f} were the two the same, so one "
+                 f"chance direction among them has probability up to {m} × {2 * 0.5 ** k:.3f} = {m * 2 * 0.5 ** k:.2f}; "
+                 "and rounds on a shared machine are not independent, so these p are a guide, not exact")
     return "\n".join(lines)
