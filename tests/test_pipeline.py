@@ -315,6 +315,11 @@ def test_speed_verdicts_follow_the_rounds():
             "the rounds set the two steps apart, and this run, which times the library's steps only whole, leaves the "
             "cause unexplained") in text
     near = P.library_lines(lib, [naive, row(2, 1.28, 1.2, 1.4)])   # overlapping rounds, 1 of 9 pairs the other way
+    assert ("hand-written 1280 (1200–1400) 59%: no clear difference (the rounds overlap; hand-written faster in 5 of the 9 "
+            "pairs of rounds, p = 1)") in near   # who was faster in more pairs is named, whichever side it is
+    near = P.library_lines(lib, [naive, row(2, 1.32, 1.26, 1.4)])
+    assert "no clear difference (the rounds overlap; library faster in 6 of the 9 pairs of rounds" in near
+    assert "no clear difference (the rounds overlap; faster and slower in 3 of the 9 pairs of rounds each, p = 1)" in near
     assert "largest difference in efficiency: m = 2" in near and near.endswith("the rounds do not set the two steps apart")
     lib.append(dict(row(2, 1.5, 1.4, 1.6), schedule="1f1b"))
     assert "1F1B against GPipe at m = 2: 1500 against 1300 ms: 1F1B slower (the rounds do not overlap)" in \

@@ -41,8 +41,10 @@ def rounds_side(a: list[float], b: list[float]) -> tuple[str, str]:
         return ("faster" if max(a) < min(b) else "slower"), "the rounds do not overlap"
     n = len(a) * len(b)
     up, down = sum(x > y for x in a for y in b), sum(x < y for x in a for y in b)
-    side, k = ("slower", up) if up >= down else ("faster", down)
     p = rounds_p(a, b)
+    if up == down:
+        return "unclear", f"the rounds overlap; faster and slower in {up} of the {n} pairs of rounds each, p = {p:.2g}"
+    side, k = ("slower", up) if up > down else ("faster", down)
     return (("mostly " + side) if p < ROUNDS_ALPHA else "unclear"), \
         f"the rounds overlap; {side} in {k} of the {n} pairs of rounds, p = {p:.2g}"
 

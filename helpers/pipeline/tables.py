@@ -149,9 +149,10 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
             (llo, lhi), (hlo, hhi) = lib_r["step_range"], hw["step_range"]
             v, why = rounds_side(lib_r["step_rounds"], hw["step_rounds"])
             who = "library"
-            if v.endswith("slower"):   # said from the faster side, its pairs counted as faster
+            if v.endswith("slower") or "; slower in" in why:   # said from the faster side, its pairs counted as faster
                 who, (v, why) = "hand-written", rounds_side(hw["step_rounds"], lib_r["step_rounds"])
-            verdict = f"no clear difference ({why})" if v == "unclear" else f"{who} {v} ({why})"
+            verdict = (f"no clear difference ({why.replace('; faster in', f'; {who} faster in')})" if v == "unclear"
+                       else f"{who} {v} ({why})")
             lines.append(f"  m = {m}: library {1e3 * lib_r['step_s']:.0f} ({1e3 * llo:.0f}–{1e3 * lhi:.0f}) {lib_r['efficiency']:.0%}, "
                          f"hand-written {1e3 * hw['step_s']:.0f} ({1e3 * hlo:.0f}–{1e3 * hhi:.0f}) {hw['efficiency']:.0%}: {verdict}")
         lines.append(_largest_gap_line(gp, hand_by_m, both, lib))
