@@ -386,6 +386,18 @@ def test_generated_sentences_say_what_the_numbers_say():
     assert "no clear difference" in D.processes_sentence({1: [10.0, 10.0, 10.0], 2: [12.0, 12.0, 9.0]})
     assert "no clear difference" in D.processes_sentence({1: [10.0, 10.0, 10.0], 2: [10.2, 12.0, 12.0]})
     assert "faster than one DDP process in every round" in D.processes_sentence({1: [10.0, 9.0, 11.0], 2: [18.0, 9.5, 12.0]})
+    # sixth read: the one-DDP-process baseline is a one-rank DDP group; both medians are also set against the plain thread
+    s = D.processes_sentence({1: [14968.0, 14429.0, 15042.0], 2: [20756.0, 20000.0, 21000.0]}, single=[18344.0, 16600.0, 18482.0])
+    assert "a one-rank group with the same hooks and buckets" in s
+    assert "one DDP process 14,968 samples/s = 0.82× its 18,344, two DDP processes 20,756 = 1.13×" in s
+    assert "plain 1 thread" not in D.processes_sentence({1: [10.0], 2: [12.0]})
+    # sixth read: the share is printed precisely enough that the bound follows from it (49.4% → 1.34×, not "50%")
+    a = D.amdahl_sentence({"forward": 0.506, "backward": 0.494}, slower=True)
+    assert "49.4% of" in a and f"{1 / (0.494 + 0.506 / 2):.2f}×" in a
+    # sixth read: the table says which ratio is the ratio of medians and which the median of per-round ratios
+    line = D.throughput_lines({"single": [10.0, 20.0, 30.0], "threads_forward_backward": [10.0, 8.0, 30.0]},
+                              {"threads_forward_backward": [1.0, 0.4, 1.0]}, {"threads_forward_backward": "single"})[1]
+    assert "ratio of medians 0.50×" in line and "median of per-round ratios 1.00×" in line
 
 
 @pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="the CPU formula")
@@ -400,7 +412,9 @@ def test_memory_sentences_count_both_designs_moments_and_follow_the_classes():
     assert "DataParallel while the loss is computed" in lines[0]
     # fifth read: a budget verdict that the per-sample bytes do not carry gives its reason in the same sentence
     per0 = lim["per_sample"]["data_parallel"] / lim["per_sample"]["ddp"]
-    assert ("set by the fixed bytes" in lines[0].split(". The fullest")[0]) == (abs(per0 - 1) <= 0.03 and abs(ratio - 1) > 0.03)
+    assert ("the fixed bytes decide" in lines[0].split(". The fullest")[0]) == (abs(per0 - 1) <= 0.03 and abs(ratio - 1) > 0.03)
+    if "the fixed bytes decide" in lines[0]:  # sixth read: the reason before the verdict
+        assert lines[0].index("the fixed bytes decide") < lines[0].index("DDP fits")
     assert f"the difference, {p:,} B: DDP's all-reduce buckets" in lines[1]
     same = {**acc, "param_bytes": 0, "coalesced_buffer_bytes": 0}  # no gradient bytes: only the per-sample terms, close at 10 classes
     assert "about the same" in D.memory_sentences(2_000_000, same)[0]
@@ -533,7 +547,7 @@ def test_section4_sentences_say_the_rule_once_and_name_their_source():
     short = D.probe_verdict(row, explain=False)
     assert short.startswith("no clear difference") and D.probe_rule() not in short and D.probe_rule() in D.probe_verdict(row)
     cpu = "the CPU simulation of section 3"
-    assert f"of {cpu}'s one-thread pass" in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, False, where=f"{cpu}'s")
+    assert f"of {cpu}'s one-thread forward+backward pass, not of the two-thread step" in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, False, where=f"{cpu}'s")
 
 
 def test_probe_peak_says_no_gain_when_every_median_is_below_one():

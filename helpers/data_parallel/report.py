@@ -13,7 +13,10 @@ __all__ = ["throughput_lines", "amdahl_sentence", "processes_sentence", "memory_
 
 
 def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
-    """One line per way to use two workers: median samples/s, and each round against its baseline's same round (02).
+    """One line per way to use two workers: median samples/s, and against its baseline two ways (02).
+
+    The ratio of the two medians of samples/s, and the median of the round-by-round ratios (each
+    round against its baseline's same round); the two can differ.
 
     ``per_round[name]``: the ratios of ``runs[name]`` to ``runs[baselines[name]]`` round by round;
     a name without a baseline is one itself (one thread; one DDP process).
@@ -22,7 +25,8 @@ def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
     for name, v in runs.items():
         r, base = per_round.get(name), baselines.get(name)
         how = (f"a baseline; rounds {min(v):.0f}–{max(v):.0f} samples/s" if base is None else
-               f"each round / that round's {LABELS.get(base, base)}: median {statistics.median(r):.2f}×, "
+               f"ratio of medians {statistics.median(v) / statistics.median(runs[base]):.2f}×; each round / that "
+               f"round's {LABELS.get(base, base)}: median of per-round ratios {statistics.median(r):.2f}×, "
                f"rounds {min(r):.2f}–{max(r):.2f}×")
         lines.append(f"{LABELS.get(name, name):>{width}}: {statistics.median(v):8.0f} samples/s  ({how})")
     return lines
@@ -42,7 +46,7 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
     cap = amdahl_cap(share)
     above = measured is not None and measured > cap
     below = measured is not None and not slower and measured < cap - margin
-    return (f"Amdahl's law: with the backward ({share:.0%} of {where} one-thread pass) left on one thread, "
+    return (f"Amdahl's law: with the backward ({share:.1%} of {where} one-thread forward+backward pass, not of the two-thread step) left on one thread, "
             f"threading the forward gains at most {cap:.2f}×; the bound leaves out the step's other serial work on "
             "the main thread (scatter, replicate, gather, the SGD step), so the real cap is lower. The law bounds a "
             "gain, not a loss"
@@ -55,19 +59,26 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
             + ".")
 
 
-def processes_sentence(rounds: dict, margin: float = MARGIN) -> str:
+def processes_sentence(rounds: dict, margin: float = MARGIN, single: list[float] | None = None) -> str:
     """How two DDP processes did against one, round by round in the same launch (02).
 
     ``rounds``: :func:`process_rounds`' samples/s, ``{1: [...], 2: [...]}``. Faster or slower only
     when every round is more than ``margin`` beyond 1× on that side, else no clear difference.
+    ``single``: the plain one thread's samples/s (no DDP); with it, both process medians are also
+    set against its median (ratios of medians, timed at different moments).
     """
     ratios = [b / a for a, b in zip(rounds[1], rounds[2])]
     side = _side(ratios, margin)
     verdict = (f"{side} than one DDP process in every round, each by more than {margin:.0%}"
                if side != "no clear difference" else
                f"no clear difference from one DDP process (not every round more than {margin:.0%} on one side of 1×)")
-    return (f"2 DDP processes vs 1 (one worker: one DDP process on the whole batch), round by round: "
-            + ", ".join(f"{r:.3f}×" for r in ratios) + f": {verdict} ({hardware_label('cpu')})")
+    s = (f"2 DDP processes vs 1 (one worker: one DDP process on the whole batch, a one-rank group with the same hooks "
+         f"and buckets), round by round: " + ", ".join(f"{r:.3f}×" for r in ratios) + f": {verdict} ({hardware_label('cpu')})")
+    if not single:
+        return s
+    plain, one, two = statistics.median(single), statistics.median(rounds[1]), statistics.median(rounds[2])
+    return (s + f". Against the plain 1 thread (no DDP; ratios of medians, timed at different moments): one DDP process "
+            f"{one:,.0f} samples/s = {one / plain:.2f}× its {plain:,.0f}, two DDP processes {two:,.0f} = {two / plain:.2f}×")
 
 
 def _fits(ratio: float, margin: float) -> str:
@@ -105,9 +116,9 @@ def memory_sentences(budget: int, acc: dict, classes: int = 50_000, margin: floa
     big_claim = "supported" if big_ratio > 1 + margin else "not supported"
     return [f"predicted, with a toy budget of {budget:,} B per device (hand-picked, of the order of this model's step): "
             f"DataParallel's output device is full at a global batch of {dp}, DDP at {ddp}. "
-            f"In this budget: {_fits(ratio, margin)} ({ratio:.2f}×)"
-            + (", set by the fixed bytes: per sample the two are within "
-               f"{margin:.0%} (below)" if abs(per_ratio - 1) <= margin and abs(ratio - 1) > margin else "")
+            + ("In this budget the fixed bytes decide (per sample the two are within "
+               f"{margin:.0%}, below): " if abs(per_ratio - 1) <= margin and abs(ratio - 1) > margin else "In this budget: ")
+            + f"{_fits(ratio, margin)} ({ratio:.2f}×)"
             + ". The fullest moment there: "
             f"DataParallel {when[binding['data_parallel']]}, DDP {when[binding['ddp']]}",
             f"  fixed bytes while the loss is computed: DataParallel's output device {fixed['data_parallel']['loss']:,} B "
@@ -148,8 +159,8 @@ def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int, singl
     row = next((r for r in gil if r["batch_per_thread"] == rows), None)
     if row is None:
         return f"the probe did not run {rows} rows per thread"
-    s = (f"{rows} rows per thread: the global batch cut in two gained {statistics.median(ratios):.2f}× (median of "
-         f"rounds) against one thread on all {2 * rows} rows with an SGD step, the probe {row['speedup']:.2f}× against "
+    s = (f"{rows} rows per thread, medians of per-round ratios: the global batch cut in two gained "
+         f"{statistics.median(ratios):.2f}× against one thread on all {2 * rows} rows with an SGD step, the probe {row['speedup']:.2f}× against "
          f"one thread on {rows} rows without one")
     if not (single and cut):
         return s
@@ -163,7 +174,7 @@ def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int, singl
     return (s + f". From the medians of samples/s (the two ran at different moments): one thread {row['one_thread']:,.0f} "
             f"in the probe, {one:,.0f} in section 4 ({base:.2f}×); two threads {two:,.0f} on the cut batch, "
             f"{row['two_threads']:,.0f} in the probe ({both:.2f}×); {base:.2f} × {both:.2f} = {base * both:.2f}×, the "
-            f"ratio of the two gains from these medians ({two / one:.2f}× / {row['two_threads'] / row['one_thread']:.2f}×). "
+            f"ratio of the two gains as ratios of medians ({two / one:.2f}× / {row['two_threads'] / row['one_thread']:.2f}×). "
             + (f"Both ratios are within {margin:.0%} of 1×" if not parts else
                f"More than {margin:.0%} from 1×: " + (", and ".join(parts))))
 
