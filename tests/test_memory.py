@@ -107,7 +107,9 @@ def test_gradscaler_skips_until_the_largest_gradient_fits_fp16():
     import math
 
     model, x, y = M.big_gradient_problem()
-    fits = 2 ** math.floor(math.log2(torch.finfo(torch.float16).max / M.largest_gradient(model, x, y)))
+    inf_from = torch.finfo(torch.float16).max + 16  # + half float16's last step: from 65,520 it rounds to inf
+    assert torch.tensor(inf_from - 1).half().isfinite() and torch.tensor(inf_from).half().isinf()
+    fits = 2 ** (math.ceil(math.log2(inf_from / M.largest_gradient(model, x, y))) - 1)
     opt, scaler = torch.optim.SGD(model.parameters(), lr=1e-4), torch.amp.GradScaler("cpu")
     applied = []
     for _ in range(12):
