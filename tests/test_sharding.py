@@ -431,3 +431,11 @@ def test_a_negative_own_cost_beyond_its_spread_is_said_to_exceed_the_spread_and_
     assert said.startswith("ddp -1.79 ms (spread ±0.50 ms): below 0 by more than the spread")
     assert "understates the noise between separately timed runs" in said and "zero1" not in said and "fsdp2" not in said
     assert beyond_spread({"ddp": (-0.4e-3, 1e-3), "fsdp2": (21e-3, 1e-3)}) == ""   # within the spread, or a real cost
+
+
+def test_an_own_cost_within_its_spread_is_said_plainly_to_be_noise_and_overlap_is_not_said_to_only_widen_a_gap():
+    from helpers.sharding import OVERLAP_SAID, noise_said
+
+    assert noise_said(1.29e-3, 40.16e-3) == "+1.29 ms, within the timing noise (±40.16 ms): not told apart from 0 here"
+    assert noise_said(16.55e-3, 1e-3) == "+16.55 ms"
+    assert "other things equal" in OVERLAP_SAID and "too much" in OVERLAP_SAID and "only" not in OVERLAP_SAID

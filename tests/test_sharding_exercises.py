@@ -96,3 +96,28 @@ def test_the_zero1_hint_asks_for_the_idea_and_names_no_function_that_holds_the_a
     hint = exercises()["09.zero1_partition"].hint
     assert "_partition_parameters" not in hint and "getsource" not in hint and "_partition_rule" not in hint
     assert "order" in hint and "?" in hint
+
+
+def _fewest_capped(cap):
+    """Searches N = 1 … cap only and says None beyond: right on every small case, wrong where hundreds of GPUs fit."""
+    def fewest(params, gpu_gb, strategy, precision):
+        return next((n for n in range(1, cap + 1) if _fits(params, gpu_gb, strategy, precision, n)), None)
+    return fewest
+
+
+def test_a_search_capped_at_8_or_64_gpus_is_refused():
+    """The fixed cases need hundreds to thousands of GPUs (ZeRO-3, and a part kept whole just under the GPU)."""
+    for cap in (8, 64):
+        for _ in range(3):   # fresh cases each time: the refusal must not depend on the draw
+            ok, msg = verify("09.fewest_gpus", _fewest_capped(cap))
+            assert not ok and "not the fewest GPUs" in msg, (cap, msg)
+    assert verify("09.fewest_gpus", _fewest_capped(10**4))[0]     # the same search uncapped enough is right
+
+
+def test_the_largest_params_hint_does_not_give_the_formula():
+    """Its skeleton's stored output shows the hint: it asks a question, it does not spell out bytes ÷ N per parameter."""
+    from helpers.core.checks import exercises
+
+    hint = exercises()["09.largest_params"].hint
+    assert "÷" not in hint and "/" not in hint and "gpu_gb" not in hint and "bytes" not in hint.lower(), hint
+    assert "?" in hint

@@ -122,7 +122,10 @@ def _sizing_cases(with_n: bool) -> list[tuple]:
     if not with_n:   # where 10⁹ and 2³⁰ bytes a GB give different answers
         cases += [(5_200_000_000, 80, "ddp", "amp"), (10_400_000_000, 80, "zero1", "deepspeed"),
                   (20_500_000_000, 80, "zero3", "amp"), (3_100_000_000, 40, "zero2", "amp"),
-                  (15_100_000_000, 80, "zero2", "amp"), (9_300_000_000, 80, "zero1", "amp")]  # and fp32 against fp16
+                  (15_100_000_000, 80, "zero2", "amp"), (9_300_000_000, 80, "zero1", "amp"),  # and fp32 against fp16
+                  (1_003_000_000_000, 80, "zero3", "amp"), (3_001_000_000_000, 40, "zero3", "deepspeed"),
+                  (19_910_000_000, 80, "zero1", "deepspeed"), (9_991_000_000, 80, "zero1", "amp"),
+                  (39_890_000_000, 80, "zero2", "deepspeed")]   # hundreds to thousands of GPUs: no capped search passes
     rnd.shuffle(cases)
     return cases
 
@@ -216,8 +219,7 @@ EXERCISES = [
                  "whole fill the GPU alone, and PyTorch's fp32 weights and gradients reach that limit before "
                  "DeepSpeed's fp16 ones."),
     Exercise("09.largest_params", "code", behaviour=_largest_behaviour,
-             hint="One GPU holds (bytes left whole + bytes sharded ÷ N) per parameter: how many parameters fit in "
-                  "gpu_gb × 10⁹ bytes?",
+             hint="Exercise 1 the other way round: what is fixed now, and what do you solve for?",
              why="The same arithmetic read the other way: the memory a strategy leaves per parameter sets the largest "
                  "model a cluster can train, before activations."),
     Exercise("09.zero1_partition", "code", behaviour=_partition_behaviour,

@@ -8,7 +8,10 @@ from matplotlib.figure import Figure
 
 from ..core.plots import finish
 
-__all__ = ["plot_memory", "plot_step_times", "beyond_spread"]
+__all__ = ["plot_memory", "plot_step_times", "beyond_spread", "noise_said", "OVERLAP_SAID"]
+
+OVERLAP_SAID = ("overlap of communication with compute, which the sum leaves out, would, other things equal, make it"
+                " predict too much, not too little")   # 09's step-time prediction: a sum of parts, no overlap
 
 PARTS = ("params", "grads", "optim", "gathered")
 NAMES = {"ddp": "DDP", "zero1": "ZeRO-1", "fsdp2": "FSDP2", "tp": "TP"}
@@ -85,3 +88,9 @@ def beyond_spread(own: dict[str, tuple[float, float]]) -> str:
     return "" if not out else (", ".join(out) + ": below 0 by more than the spread; either the spread over repeats"
                                " understates the noise between separately timed runs, or the wrapped step is faster;"
                                " not told apart here")
+
+
+def noise_said(v: float, n: float) -> str:
+    """A timed difference ``v`` seconds with spread ``n`` in words; plainly not told from 0 when ``|v| < n`` (09)."""
+    return (f"{v * 1e3:+.2f} ms, within the timing noise (±{n * 1e3:.2f} ms): not told apart from 0 here" if abs(v) < n
+            else f"{v * 1e3:+.2f} ms")
