@@ -28,7 +28,7 @@ def plot_strategies(rows: list[dict], label: str = "") -> Figure | None:
         ax[0].errorbar([r["shots"] * (1 + 0.03 * (i - 1.5)) for r in rs], [r["test_acc"] for r in rs], yerr=bars,
                        fmt=styles[i % len(styles)], color=f"C{i}", capsize=3, label=name, markersize=7 - i,
                        markerfacecolor="none" if i % 2 else f"C{i}")   # nudged sideways so the bars do not overlap
-    ax[0].set(xscale="log", xlabel="labelled images per class (digits 5–9)", ylabel="test accuracy (bars: 2·SE of each alone)",
+    ax[0].set(xscale="log", xlabel="labels per class (digits 5–9)", ylabel="test accuracy (bars: 2·SE of each alone)",
               title="digits 5–9: from scratch, or pretrained on 0–4")
     ax[0].set_xticks(shots, [str(k) for k in shots])
     ax[0].xaxis.set_minor_locator(NullLocator())  # no 2×10¹-style labels between them
@@ -37,7 +37,7 @@ def plot_strategies(rows: list[dict], label: str = "") -> Figure | None:
     last = [r for r in rows if r["shots"] == shots[-1]]
     ax[1].barh([MODES[r["mode"]] for r in last], [1e3 * r["sec_per_step"] for r in last],
                color=[f"C{list(MODES).index(r['mode'])}" for r in last])
-    ax[1].set(xlabel=f"mean ms per step ({shots[-1]} images per class)", title="time per optimizer step")
+    ax[1].set(xlabel=f"mean ms per step ({shots[-1]} labels per class)", title="time per optimizer step")
     ax[1].tick_params(axis="y", labelsize=9)
     ax[1].invert_yaxis()
     return finish(fig, label)
