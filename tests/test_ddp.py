@@ -75,12 +75,20 @@ def test_sampler_bad_input():
 
 def test_two_torchrun_nodes_meet_on_loopback_and_each_rank_uses_its_local_rank(tmp_path):
     """A real two-node launch on one machine: two agents, one c10d rendezvous on 127.0.0.1."""
+    addrs = ("127.0.0.2", "127.0.0.3")
     out = ddp.run_torchrun(1, script_args=("--epochs", "1", "--checkpoint", str(tmp_path / "ck.pt")), nnodes=2,
-                           timeout=120)
+                           timeout=120, local_addrs=addrs)
     assert "rank 0: node 0, local rank 0" in out and "rank 1: node 1, local rank 0" in out
+    node0 = [a for a, part in zip(addrs, out.split("--- node ")[1:]) if "(rank 0 speaking)" in part]
+    assert len(node0) == 1 and f"MASTER_ADDR={node0[0]} (rank 0 speaking)" in out  # node 0's --local-addr
     assert "each rank's own weights equal rank 0's checkpoint: [True, True]" in out
     assert "validation accuracy of that checkpoint, reloaded on every rank" in out
     assert "2 processes in all, started by 2 torchrun agent(s)" in out
+
+
+def test_run_torchrun_needs_one_local_addr_per_node():
+    with pytest.raises(ValueError, match="one address per node"):
+        ddp.run_torchrun(1, nnodes=2, local_addrs=("127.0.0.2",))
 
 
 def test_simulated_nodes_on_one_machine_never_share_a_gpu(monkeypatch):
@@ -312,9 +320,10 @@ def test_the_summary_names_what_besides_the_all_reduce_does_not_split_and_what_a
         "nor are those 5.00 ms timed part by part" in text
     assert "of those 5.00 ms" not in text  # a bare all-reduce timed alone is not a share of the step's extra time
     assert "hook" not in text  # the timed models carry none
-    assert "the optimizer step" in text and "At batch 64 a repeat went above the ideal 2× (2.05×)" in text
-    assert "noise:" not in text and "cannot tell it from timing noise" in text
-    assert "computes on 32 samples there, a batch not timed alone here" in text
+    assert "the optimizer step" in text and "At batch 64 a repeat went above 2× (2.05×). Each of the 2 processes " \
+        "computes on 32 samples there, a batch not timed alone here: the solo-step ideal at 64 needs a 32-sample " \
+        "step, so this run cannot say whether it beats that ideal." in text
+    assert "noise:" not in text and "the ideal 2×" not in text  # 2× is not the solo-step ideal
     assert summary["ideal"] == {} and "the solo-step ideal is not known" in text  # no batch has its half timed
     assert "not all DDP's" not in text
     assert "median of each repeat's own ratio" in ddp.scaling_table(rows)
@@ -526,7 +535,8 @@ def test_how_the_launch_ended_follows_what_the_other_ranks_did():
                        errors={0: "Traceback\nRuntimeError: [pair.cc] Connection closed by peer", 1: "ValueError: bug"})
     text = ddp.how_the_launch_ended(lost, 0.53)
     assert text.startswith("rank 0: did not wait to be ended") and "no rank was left to end" in text
-    assert "So the 0.5 s are" in text and "SIGTERM" not in text
+    assert "So the 0.5 s are: starting the ranks, their failing, and listening until every rank had exited (at most " \
+        "SETTLE, 1 s, then up to 0.2 s more); no rank was left to end." in text and "SIGTERM" not in text
     hung = LaunchError(1, "x", "rank 1: ValueError: bug", exits={0: None, 1: 1, 2: 1},
                        errors={1: "ValueError: bug", 2: "Traceback\nKeyError: 'k'"})
     text = ddp.how_the_launch_ended(hung, 1.73)

@@ -253,7 +253,6 @@ def how_the_launch_ended(err, seconds: float) -> str:
                      f"rank(s) {', '.join(map(str, still))} ran, up to 0.2 s more, and ending them (SIGTERM, then up "
                      f"to 3 s before SIGKILL).")
     else:
-        lines.append(f"So the {seconds:.1f} s are: starting the ranks, their failing, and the listening, which stops once "
-                     f"every rank has exited (SETTLE, {SETTLE:g} s, is its upper bound), then up to 0.2 s more; no rank "
-                     f"was left to end.")
+        lines.append(f"So the {seconds:.1f} s are: starting the ranks, their failing, and listening until every rank had "
+                     f"exited (at most SETTLE, {SETTLE:g} s, then up to 0.2 s more); no rank was left to end.")
     return "\n".join(lines)

@@ -271,9 +271,9 @@ def _baseline_lines(by: dict, batches: list[int], n: int, reps: int, ideal: dict
                          f"from timing noise.")
             lines.append(line)
         elif r["speedup_max"] > n:
-            lines.append(f"At batch {b} a repeat went above the ideal {n}× ({r['speedup_max']:.2f}×). Each of the {n} "
-                         f"processes computes on {part} samples there, a batch not timed alone here; {reps} repeats "
-                         f"cannot tell it from timing noise.")
+            lines.append(f"At batch {b} a repeat went above {n}× ({r['speedup_max']:.2f}×). Each of the {n} processes "
+                         f"computes on {part} samples there, a batch not timed alone here: the solo-step ideal at {b} "
+                         f"needs a {part}-sample step, so this run cannot say whether it beats that ideal.")
     if not ideal:
         lines.append(f"No batch here has its share (batch / {n}) timed too, so the solo-step ideal is not known; "
                      f"{n}× assumes that 1 process's time per sample is the same at every batch, which the line "

@@ -50,7 +50,8 @@ def _node_gpus(node: int, nnodes: int, nproc: int) -> dict[str, str]:
     return {"CUDA_VISIBLE_DEVICES": ""}
 
 
-def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: float = 90, nnodes: int = 1) -> str:
+def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: float = 90, nnodes: int = 1,
+                 local_addrs: tuple[str, ...] = ()) -> str:
     """Run the course's DDP script with torchrun and return what it printed (03).
 
     ``nnodes=1``: ``torchrun --standalone --nproc_per_node N``. ``nnodes=2``: a real two-node launch
@@ -59,10 +60,13 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
     the agents are gone. Each agent runs in a process group of its own; all of
     them are killed if the run outlives ``timeout`` seconds, fails on one node, is interrupted
     (Jupyter's Stop), or if this kernel dies (a watchdog). Returns the nodes' outputs, node by node.
+    ``local_addrs``: agent k gets ``--local-addr=local_addrs[k]`` (the address it gives as its node's).
     """
 
     if not isinstance(nnodes, int) or nnodes < 1:
         raise ValueError(f"nnodes must be a positive int, got {nnodes!r}")
+    if local_addrs and len(local_addrs) != nnodes:
+        raise ValueError(f"local_addrs needs one address per node ({nnodes}), got {local_addrs!r}")
     # Several "nodes": this process hosts the rendezvous store on a port the system picks and holds it
     # for the whole run, so no other program can take the port between choosing it and using it.
     store = None if nnodes == 1 else TCPStore("127.0.0.1", 0, is_master=True)
@@ -72,7 +76,8 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
         cmd.insert(cmd.index("helpers.ddp.script") - 1, "--rdzv_conf=is_host=false")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     outs = [tempfile.TemporaryFile("w+") for _ in range(nnodes)]
-    agents = [subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True, env={**env, **_node_gpus(k, nnodes, nproc)},
+    cmds = [cmd[:3] + [f"--local-addr={a}"] + cmd[3:] for a in local_addrs] or [cmd] * nnodes
+    agents = [subprocess.Popen(cmds[k], stdout=out, stderr=subprocess.STDOUT, text=True, env={**env, **_node_gpus(k, nnodes, nproc)},
                                start_new_session=True)
               for k, out in enumerate(outs)]
     watchdog = watch_parent(groups=[a.pid for a in agents])  # if this kernel dies, the agents and workers go too
