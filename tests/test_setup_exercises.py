@@ -395,6 +395,7 @@ def test_the_thread_verdict_says_the_wait_policy_it_holds_for():
     for runs, ends in ((overlap, "keeps the default"), (apart, "used for the training run below")):
         text = lesson.threads_verdict(runs, default=2, wait_policy="PASSIVE")[1]
         assert "this holds for OMP_WAIT_POLICY=PASSIVE" in text and ends in text, text
+        assert "other policies are not measured here" in text, text   # the default policy is not timed
         assert "only runs with more than one thread pay" in text, text   # the waking cost is the multi-thread runs'
         active = lesson.threads_verdict(runs, default=2, wait_policy="ACTIVE")[1]
         assert "OMP_WAIT_POLICY=ACTIVE" in active and "woken" not in active, active
@@ -519,3 +520,15 @@ def test_the_passing_message_says_what_a_cpu_only_machine_could_not_test():
 def test_moving_the_model_to_the_cpu_is_refused_where_a_gpu_exists():
     ok, msg = verify(EX, moves_the_model_to_the_cpu)
     assert not ok and "handed the model back on cpu" in msg, msg
+
+
+def test_the_thread_verdict_names_a_trend_in_time_and_the_exchangeability_it_assumes():
+    drift = [(1, .118), (2, .145), (2, .144), (1, .116), (1, .115), (2, .103),
+             (2, .103), (1, .115), (1, .120), (2, .102)]   # the first two 2-thread runs slower than all later ones
+    threads, text = lesson.threads_verdict(drift, default=2)
+    assert "2 thread(s), s per epoch in time order: 0.145, 0.144, 0.103, 0.103, 0.102" in text, text
+    assert "the first 2 run(s) of 2 thread(s) were each slower than all 3 later ones" in text, text
+    assert "of 1 thread(s) were" not in text, text   # 0.118 is not slower than the later 0.120: no trend
+    assert "exchangeable" in text, text
+    steady = [(1, .21), (2, .23), (1, .22), (2, .22), (1, .20), (2, .24)]
+    assert "were each slower" not in lesson.threads_verdict(steady, default=2)[1]

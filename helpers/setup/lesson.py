@@ -204,8 +204,13 @@ def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float 
     by = {}
     for n, s in runs:
         by.setdefault(n, []).append(s)
-    shown = "\n".join(f"{n} thread(s), s per epoch: " + ", ".join(f"{s:.3f}" for s in ss)
+    shown = "\n".join(f"{n} thread(s), s per epoch in time order: " + ", ".join(f"{s:.3f}" for s in ss)
                       + f" (median {statistics.median(ss):.3f})" for n, ss in by.items())
+    for n, ss in by.items():   # a trend in time: the first k runs each slower than every later one (k largest)
+        k = max((k for k in range(1, len(ss) - 1) if min(ss[:k]) > max(ss[k:])), default=0)
+        if k:
+            shown += (f"\nthe first {k} run(s) of {n} thread(s) were each slower than all {len(ss) - k} later ones "
+                      f"(a trend in time, such as warm-up or drift, would do this)")
     slow_runs = [f"run {i + 1} of {n} thread(s) ({s:.3f} s, {s / statistics.median(ss):.1f}× that count's median)"
                  for n, ss in by.items() for i, s in enumerate(ss) if s > outlier * statistics.median(ss)]
     if slow_runs:   # the clean-split rule cannot set such a run aside: it alone can make the counts overlap
@@ -217,12 +222,13 @@ def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float 
     a, b = len(by[fast]), len(by[slow])
     orders = math.comb(a + b, a)
     chance = (f"with {a} and {b} runs, equally fast counts would split this cleanly by chance 2 times in {orders} "
-              f"({200 / orders:.1f} %)")
+              f"({200 / orders:.1f} %), if the runs are exchangeable, which a trend in time breaks")
     policy = ""
     if wait_policy is not None:
         policy = f"; this holds for OMP_WAIT_POLICY={wait_policy}"
         if wait_policy.upper() == "PASSIVE":
             policy += " (a sleeping OpenMP thread must be woken, a cost only runs with more than one thread pay)"
+        policy += "; other policies are not measured here"
     if max(by[fast]) < min(by[slow]):
         return fast, (f"{shown}\n{fast} thread(s) faster in every run ({max(by[fast]):.3f} s slowest against "
                       f"{min(by[slow]):.3f} s fastest; {chance}){policy}: used for the training run below")
@@ -251,36 +257,31 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
                      cpus: int = 1) -> str:
     """What PSI's CPU "some" time during section 3's timed runs says about them, generated from the numbers (00).
     The system-wide "some" total is a per-CPU average: each CPU's time with a task waiting for it, weighted by that
-    CPU's non-idle time (psi.c's header comment: tSOME = sum(tSOME[i] * tNONIDLE[i]) / tNONIDLE), so a wait on one
-    of several non-idle CPUs counts for a fraction of its length, and the share is no upper bound on the waiting. It
-    counts this kernel's threads and anything else alike (PSI does not say whose); /proc/pressure is the whole
-    system's (a container's host's or VM's). Time a virtual machine's CPUs spent in other operating systems (steal,
-    ``steal_ticks`` of ``1/hz`` s summed over ``cpus``; None where it was not read) is not in it and is said beside
-    it."""
+    CPU's non-idle time (psi.c's header comment), so a wait on one of several non-idle CPUs counts for a fraction of
+    its length and the share is no upper bound on the waiting; it does not say whose tasks waited, and /proc/pressure
+    is the whole system's. Steal (``steal_ticks`` of ``1/hz`` s summed over ``cpus``; None where it was not read),
+    time a virtual machine's CPUs spent in other operating systems, is not in it and is said beside it."""
     share = round(stalled_us / 1e6 / wall_s, 4) if wall_s > 0 else 0.0   # as printed, so 1% is judged as shown
-    head = (f"during the timed runs ({wall_s:.2f} s), PSI's CPU \"some\" time (a per-CPU average, weighted by each "
-            f"CPU's non-idle time) grew by {stalled_us / 1e3:.1f} ms ({share:.2%} of the time; Linux CPU pressure, "
-            f"/proc/pressure/cpu, whole system, these runs' threads and any other work alike)")
+    head = (f"waiting for a CPU during the timed runs ({wall_s:.2f} s): PSI's CPU \"some\" time grew by "
+            f"{stalled_us / 1e3:.1f} ms ({share:.2%} of the time)")
     if steal_ticks is None:
         steal_share = None
-        head += ("; steal time, which PSI does not count (a virtual machine's CPUs running other operating "
-                 "systems), is not read here (no /proc/stat steal column)")
+        head += "; steal time, which PSI does not count, is not read here (no /proc/stat steal column)"
     else:
         steal_share = round(steal_ticks / hz / (wall_s * cpus), 4) if wall_s > 0 else 0.0
         tick = 1e3 / hz   # each reading is the all-CPU total cut down to whole ticks: the change is within ±1 tick
         spent = (f"under {tick:.0f} ms" if steal_ticks == 0 else
                  f"between {(steal_ticks - 1) * tick:.0f} and {(steal_ticks + 1) * tick:.0f} ms")
-        head += (f"; this machine's {cpus} CPU(s) spent {steal_ticks} tick(s) of {tick:.0f} ms ({spent}) in other "
-                 f"operating systems (steal time, /proc/stat; about {steal_share:.2%} of their time), which PSI does "
-                 f"not count")
-    average = (f"PSI's share is an average over the CPUs, not the time in which some task waited: with {cpus} "
-               f"CPUs non-idle alike, a task waiting on one of them adds 1/{cpus} of its wait, so the share is no "
-               f"upper bound on how long the runs' threads waited" if cpus > 1 else
-               "with one CPU, PSI's time is that CPU's own: the time in which some task waited for it")
+        head += (f"; steal time, which PSI does not count: {steal_ticks} tick(s) of {tick:.0f} ms ({spent}), "
+                 f"{steal_share:.2%} of the {cpus} CPU(s)' time")
+    note = ("\n(both counters are the whole system's and do not say whose tasks waited; " +
+            (f"PSI is a per-CPU average: with {cpus} CPUs, a task waiting on one adds 1/{cpus} of its wait, so the "
+             f"share is no upper bound on the runs' waiting)" if cpus > 1 else
+             "with one CPU, PSI's time is that CPU's own: the time in which some task waited for it)"))
     if share < 0.01 and steal_share is not None and steal_share < 0.01:
-        return f"{head}: both shares are under 1%; {average}"
+        return f"{head}: both shares are under 1%{note}"
     if share < 0.01 and steal_share is None:
-        return (f"{head}: PSI's share is under 1%; {average}; what a hypervisor took, if any, is not known")
+        return f"{head}: PSI's share is under 1%; what a hypervisor took, if any, is not known{note}"
     if steal_share is None:
         big = f"PSI's share ({share:.2%}) is not small (1% or more)"
     elif share >= 0.01 and steal_share >= 0.01:
@@ -289,6 +290,5 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
         big = f"PSI's share ({share:.2%}) is not small (1% or more); steal's is {steal_share:.2%}"
     else:
         big = f"steal's share ({steal_share:.2%}) is not small (1% or more); PSI's is {share:.2%}"
-    return (f"{head}: {big}, so some of the runs' time may have gone to waiting for a CPU rather than "
-            f"computing; neither count says whose tasks waited, so which thread count it slowed is not known; "
-            f"{average}")
+    return (f"{head}: {big}, so some of the runs' time may have gone to waiting for a CPU (which thread count's, not "
+            f"known){note}")
