@@ -155,24 +155,26 @@ def test_recorded_gpu_intro_says_when_the_recording_ran_other_code(tmp_path):
     with zipfile.ZipFile(folder / "executed_notebooks.zip", "w") as z:
         z.writestr("06_oom_troubleshooting.ipynb", json.dumps(nb))
     # without a README naming the commit, the label says the helpers' commit is unknown
-    assert M.recorded_gpu_intro("fa91ff67", folder=folder).endswith(
-        ", this cell (the same cell code; run at a course commit the recording does not name) printed")
+    assert M.recorded_gpu_intro("fa91ff67", folder=folder) == (
+        "Recorded on a GPU (torch 9, a course commit the recording does not name; same cell code)")  # "1 x Some GPU": no model number
     older = M.recorded_gpu_intro("d78593a6", folder=folder)
-    assert ", an earlier version of this cell (other code than above" in older and older.endswith(") printed")
+    assert "; an earlier version of this cell, its code in" in older and older.endswith(")")
     assert "2026-01-01-gpu/executed_notebooks.zip" in older                # where that code can be read
-    assert "Some GPU" in M.recorded_gpu_intro("d78593a6", folder=folder)
+    assert "Some GPU" in M.recorded_gpu_intro("d78593a6", folder=folder, details=True)   # the full name, once
     # only the cell's code is compared, not the helpers it calls: the label names the commit whose helpers ran
     (folder / "README.md").write_text("# A run\n\n`tests/gpu/run.sh` on one GPU, from main at abc1234, run as two commands\n")
     assert M.recorded_gpu_commit(folder) == "abc1234"
-    assert M.recorded_gpu_intro("fa91ff67", folder=folder).endswith(
-        ", this cell (the same cell code; run at course commit abc1234) printed")
-    assert M.recorded_gpu_intro("d78593a6", folder=folder).endswith("; run at course commit abc1234) printed")
-    assert ", this cell printed" not in M.recorded_gpu_intro("fa91ff67", folder=folder)
+    assert M.recorded_gpu_intro("fa91ff67", folder=folder).endswith("(torch 9, course commit abc1234; same cell code)")
+    assert "course commit abc1234; an earlier version" in M.recorded_gpu_intro("d78593a6", folder=folder)
+    assert M.recorded_gpu_intro("fa91ff67", folder=folder).startswith("Recorded on a GPU (")
 
 
 def test_recorded_gpu_commit_is_read_from_the_recordings_readme():
     assert M.recorded_gpu_commit() == "437db3b"   # "from main at 437db3b" in its README.md
-    assert "run at course commit 437db3b" in M.recorded_gpu_intro("302c14df")
+    assert M.recorded_gpu_intro("302c14df").startswith("Recorded on an H100 (torch 2.11.0+cu130, course commit 437db3b; ")
+    first = M.recorded_gpu_intro("00c6803b", details=True)   # the detail, once, in the notebook's first recorded cell
+    assert "1 × NVIDIA H100 80GB HBM3" in first and "tests/gpu/recorded/2026-11-27-h100" in first
+    assert first.splitlines()[-1] == M.recorded_gpu_intro("00c6803b")
 
 
 def test_recorded_gpu_intro_tells_no_gpu_lines_from_gpu_code(tmp_path):
@@ -197,7 +199,7 @@ def test_recorded_gpu_intro_tells_no_gpu_lines_from_gpu_code(tmp_path):
     with zipfile.ZipFile(folder / "executed_notebooks.zip", "w") as z:
         z.writestr("06_oom_troubleshooting.ipynb", json.dumps(nb))
     same_gpu = M.recorded_gpu_intro("c67d3342", folder=folder)
-    assert "this cell (the same cell code on a GPU, only its lines for a machine without one differed" in same_gpu
+    assert same_gpu.endswith("; same cell code on a GPU)")
     assert "earlier version" not in same_gpu
     assert "an earlier version of this cell" in M.recorded_gpu_intro("d78593a6", folder=folder)
     assert M.gpu_path("if torch.cuda.is_available():\n    a()\nelse:\n    b()") == M.gpu_path("a()  # note")
@@ -456,7 +458,7 @@ def test_gpu_status_line_prints_gib(monkeypatch):
 def test_the_batch_search_cell_still_runs_the_recorded_gpu_code():
     # cell 37's GPU path must stay the recorded one, or its recorded line is an earlier version's
     intro = M.recorded_gpu_intro("c67d3342")
-    assert "this cell (the same cell code" in intro and "earlier version" not in intro and "run at course commit" in intro
+    assert "; same cell code" in intro and "earlier version" not in intro and "course commit" in intro
 
 
 def test_held_bytes_counts_what_is_made_until_it_is_freed():
@@ -479,3 +481,11 @@ def test_step_peaks_agree_with_the_saved_tensor_tracker():
     for k in ("plain", "autocast", "checkpoint"):
         assert pk[k]["left"] == pk["grad_bytes"] == 4 * (32 * 32 + 32) * 4   # the float32 gradients stay
         assert pk[k]["peak"] > pk[k]["forward_peak"] >= pk[k]["after_forward"]  # the backward needs more
+
+
+def test_only_small_segments_are_called_2_mib_segments():
+    # 4 MiB reserved can only be two 2 MiB small-pool segments; 20 MiB may be one large segment (a
+    # request between 1 and 10 MiB), and 12 MiB one of a 12 MiB request: even alone is not enough
+    assert M.small_segments_only(4.0) and M.small_segments_only(2.0) and M.small_segments_only(8.0)
+    for mib in (20.0, 12.0, 10.0, 40.0, 3.0, 0.0, 4.5):
+        assert not M.small_segments_only(mib), mib

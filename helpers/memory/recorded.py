@@ -9,20 +9,26 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = ["RECORDED_GPU_RUN", "recorded_gpu_run", "recorded_gpu_commit", "recorded_gpu_output", "recorded_gpu_intro",
-           "recorded_gpu_code", "gpu_path", "recorded_memory_rows"]
+           "recorded_gpu_code", "gpu_path", "recorded_memory_rows",
+           "small_segments_only"]
 
 RECORDED_GPU_RUN = Path(__file__).resolve().parents[2] / "tests" / "gpu" / "recorded" / "2026-11-27-h100"
 
 
-def recorded_gpu_run(folder: Path = RECORDED_GPU_RUN) -> str:
-    """Where the recorded GPU figures come from: the GPU, torch and date, from the run's own log (06)."""
+def _run_parts(folder: Path) -> tuple[str, str, str]:
+    """(GPU, torch version then, "as in this run" / "not this run's …") from the run's own log."""
     import torch
 
     log = (folder / "notebooks.log").read_text().splitlines()[0]  # "GPU run: torch …, 1 × NVIDIA …"
     torch_part, _, gpu = log.removeprefix("GPU run: ").partition(", ")
     then = torch_part.removeprefix("torch ")
-    here = "as in this run" if then == torch.__version__ else f"not this run's {torch.__version__}"
-    return f"{gpu or 'a GPU'}, torch {then}, {here}; {folder.name[:10]}, {folder.relative_to(folder.parents[3])}"
+    return gpu or "a GPU", then, "as in this run" if then == torch.__version__ else f"not this run's {torch.__version__}"
+
+
+def recorded_gpu_run(folder: Path = RECORDED_GPU_RUN) -> str:
+    """Where the recorded GPU figures come from: the GPU, torch and date, from the run's own log (06)."""
+    gpu, then, here = _run_parts(folder)
+    return f"{gpu}, torch {then}, {here}; {folder.name[:10]}, {folder.relative_to(folder.parents[3])}"
 
 
 def recorded_gpu_commit(folder: Path = RECORDED_GPU_RUN) -> str | None:
@@ -93,16 +99,27 @@ def recorded_gpu_code(cell_id: str, notebook: str = "06_oom_troubleshooting", fo
         return _cell_source(json.loads(z.read(f"{notebook}.ipynb")), cell_id)
 
 
-def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN) -> str:
-    """"On a GPU (…), this cell (the same cell code; run at course commit <commit>) printed" — or "an earlier
-    version of this cell" where the recorded code differs (06).
+def _gpu_short(gpu: str) -> str:
+    """"an H100" from "1 × NVIDIA H100 80GB HBM3"; "a GPU" where no model number is found."""
+    import re
+
+    m = re.search(r"\b([A-Z]+\d+[A-Za-z]*)\b", gpu)
+    return f"{'an' if m.group(1)[0] in 'AEFHILMNORSX' else 'a'} {m.group(1)}" if m else "a GPU"
+
+
+def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN,
+                       details: bool = False) -> str:
+    """"Recorded on an H100 (torch …, course commit …; same cell code)" — or "an earlier version of
+    this cell" where the recorded code differs (06).
 
     Compares the cell's code in the recorded run with the course's notebook on disk, so the label
     says whether the figures come from the code shown or from an earlier one. Where only the lines
     a GPU does not run differ (the ``else`` of ``if torch.cuda.is_available()``, such as the line
-    that prints this recording), the GPU ran the code shown, and the label says so. Only the cell's
-    own code is compared, not the helpers it calls (the recording does not keep them), so the label
-    names the commit the recording ran, whose helpers it imported (``recorded_gpu_commit``).
+    that prints this recording), the GPU ran the code shown: "same cell code on a GPU". Only the
+    cell's own code is compared, not the helpers it calls (the recording does not keep them), so the
+    label names the commit the recording ran, whose helpers it imported (``recorded_gpu_commit``).
+    ``details=True`` (the notebook's first recorded cell) puts before it, once, the run's full GPU
+    name, date, folder, and torch version against this run's.
     """
     import json
 
@@ -110,16 +127,20 @@ def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", f
     here = Path(__file__).resolve().parents[2] / "notebooks" / f"{notebook}.ipynb"
     now = _cell_source(json.loads(here.read_text()), cell_id) if here.exists() else None
     commit = recorded_gpu_commit(folder)
-    helpers = f"run at course commit {commit}" if commit else "run at a course commit the recording does not name"
+    helpers = f"course commit {commit}" if commit else "a course commit the recording does not name"
     if then is not None and then == now:
-        which = f"this cell (the same cell code; {helpers})"
+        which = "same cell code"
     elif then is not None and now is not None and gpu_path(then) == gpu_path(now):
-        which = (f"this cell (the same cell code on a GPU, only its lines for a machine without one differed; "
-                 f"{helpers})")
+        which = "same cell code on a GPU"
     else:
-        which = (f"an earlier version of this cell (other code than above; its code: "
-                 f"{folder.name}/executed_notebooks.zip; {helpers})")
-    return f"On a GPU ({recorded_gpu_run(folder)}), {which} printed"
+        which = f"an earlier version of this cell, its code in {folder.name}/executed_notebooks.zip"
+    gpu, torch_then, _ = _run_parts(folder)
+    short = f"Recorded on {_gpu_short(gpu)} (torch {torch_then}, {helpers}; {which})"
+    if not details:
+        return short
+    return (f"This cell and the GPU cells below print what a recorded run printed: {recorded_gpu_run(folder)}; "
+            f"its helpers are those of {helpers}. \"Same cell code on a GPU\": only the cell's lines for a machine "
+            f"without one differ.\n{short}")
 
 
 def recorded_gpu_output(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN) -> str:
@@ -153,3 +174,15 @@ def recorded_memory_rows(cell_id: str = "d78593a6", notebook: str = "06_oom_trou
         if m:
             rows[m.group(1).strip()] = (float(m.group(2)), float(m.group(3)))
     return rows
+
+
+def small_segments_only(reserved_mib: float) -> bool:
+    """Whether ``reserved_mib`` MiB can only be 2 MiB segments of the small pool (06).
+
+    With the default settings the allocator packs requests of 1 MiB or less into 2 MiB segments
+    (``kSmallBuffer``); a larger request's segment is 10 MiB or more: requests between 1 and 10 MiB
+    get a 20 MiB one (``large_segment_size_``), larger ones their size rounded up to 2 MiB
+    (``kMinLargeAlloc``, ``kRoundLarge``; c10/core/AllocatorConfig.h). So an even count of MiB
+    under 10 is small segments only; 20 MiB may be one large segment.
+    """
+    return reserved_mib > 0 and reserved_mib % 2 == 0 and reserved_mib < 10
