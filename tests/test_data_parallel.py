@@ -248,7 +248,12 @@ def test_section4_sentences_say_what_the_numbers_say():
     assert "one thread 15,287 in the probe, 12,947 in section 4 (1.18×)" in s
     assert "two threads 23,616 on the cut batch, 21,268 in the probe (1.11×)" in s
     assert "1.18 × 1.11 = 1.31×" in s and "(1.82× / 1.39×)" in s
-    assert "section 4's one thread ran slower than the probe's, and the cut batch's two threads ran faster" in s
+    # seventh read: samples/s of different work are compared, not speeds of the same work
+    assert ("section 4's one thread reached fewer samples/s than the probe's, and the cut batch's two threads reached "
+            "more samples/s than the probe's, on different work (section 4's one thread: 256 rows a step;") in s
+    assert "ran faster" not in s and "ran slower" not in s and ".grad never zeroed" in s and "an SGD step" in s
+    flipped = D.probe_vs_cut_sentence([row], [1.4], rows=128, single=[17000.0], cut=[19000.0])
+    assert "section 4's one thread reached more samples/s" in flipped and "two threads reached fewer samples/s" in flipped
     assert "SGD" in s and "sums the gradients" not in s and "Samples/s" not in D.probe_vs_cut_sentence([row], [1.8], rows=128)
     same = D.probe_vs_cut_sentence([row], [1.4], rows=128, single=[15000.0], cut=[21000.0])
     assert "Both ratios are within 3% of 1×" in same and "ran slower" not in same and "ran faster" not in same
@@ -580,6 +585,10 @@ def test_amdahl_names_no_cause_for_a_shortfall():
     """Review of 02 (fresh read 2): the Amdahl line must not blame costs that section 3's own timing contains."""
     a = D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, slower=True, measured=0.86)
     assert "not explained" in a and "functional_call" not in a and "GIL" not in a and "starting" not in a
+    # seventh read: a median below 1× without an every-round verdict gets the same clause, not "below that bound"
+    b = D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, slower=False, measured=0.86)
+    assert "0.86×, is below 1× (the rounds give no verdict" in b and "not explained" in b and "below that bound" not in b
+    assert "not explained" not in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, slower=False, measured=1.06)
 
 
 def test_time_four_steps_starts_both_backwards_from_no_gradients(monkeypatch):

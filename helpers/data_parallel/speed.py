@@ -72,7 +72,7 @@ def thread_variants(batch: int = 256, seconds: float = 0.2, threads: int = 2, ro
     """Samples/s of one training step done three ways in this process, torch on 1 thread each (02).
 
     Each variant is timed for ``seconds`` in each of ``rounds`` rounds, the variants taking turns,
-    so a slow moment of the machine hits them alike; returns every round's samples/s per variant.
+    so that a slow moment of the machine would hit them alike; returns every round's samples/s per variant.
 
     - ``single``: one thread, the whole batch.
     - ``threads_forward_only``: the four steps (replicas' forwards in threads), then one
