@@ -18,7 +18,10 @@ NOTEBOOK = "03_ddp"
 EXERCISES = [
     Exercise("03.per_rank_n17_k5", "int", digest="5fb6860b5e869de776bd25c3112a2191bb5e3c576bb294eb48a1824b1650f296",
              hint="The sampler pads the dataset to a multiple of the number of ranks, then deals it out like cards.",
-             why="Every rank gets the same number of samples, so no rank waits at the all-reduce."),
+             why="Every rank gets the same number of samples, so every rank runs the same number of steps; otherwise "
+                 "a rank's extra step would wait at an all-reduce that the other ranks never reach (for uneven inputs "
+                 "DDP has the Join context manager: "
+                 "https://pytorch.org/docs/stable/distributed.algorithms.join.html)."),
     Exercise("03.padding_n17_k5", "int", digest="c57a7ef57fa5bd022849dbd0b4bbd823654402ed87e84e2910f7cc62885504d7",
              hint="How many indices does dealing need so that every rank gets the same number, and how many "
                   "samples are there?",
