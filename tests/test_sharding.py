@@ -439,3 +439,48 @@ def test_an_own_cost_within_its_spread_is_said_plainly_to_be_noise_and_overlap_i
     assert noise_said(1.29e-3, 40.16e-3) == "+1.29 ms, within the timing noise (±40.16 ms): not told apart from 0 here"
     assert noise_said(16.55e-3, 1e-3) == "+16.55 ms"
     assert "other things equal" in OVERLAP_SAID and "too much" in OVERLAP_SAID and "only" not in OVERLAP_SAID
+
+
+def test_deepspeed_zero3_splits_each_tensor_apart():
+    shapes = [(5,), (7,)]                                # 12 elements; N = 4 divides neither tensor
+    z3 = memory_per_rank(shapes, 4, "zero3", "deepspeed")
+    assert z3["params"] == 2 * (2 + 2)                   # ceil(5/4) + ceil(7/4): each tensor padded and split
+    assert z3["optim"] == 12 * (2 + 2)
+    assert memory_per_rank(shapes, 4, "zero2", "deepspeed")["optim"] == 12 * 3   # ZeRO-1/2: one flat buffer, ceil(12/4)
+
+
+def _timed_row(strategy: str, n: int) -> dict:
+    from helpers.sharding.strategies import _predicted_parts
+    compute = {"fb_full_s": 0.03111, "fb_local_s": 0.01797, "adam_s": 0.01274, "plain_full_s": 0.04461,
+               "plain_local_s": 0.031}
+    comm = {"calls": {}, "payload": {}}
+    return {"strategy": strategy, "world_size": n, "compute": compute,
+            "predicted_parts": _predicted_parts(strategy, n, compute, comm, {}, 0.0)}
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "zero1", "fsdp2", "tp"])
+@pytest.mark.parametrize("n", [2, 4])
+def test_each_modelled_part_prints_the_timing_it_divides(strategy, n):
+    import re
+
+    from helpers.sharding import parts_how
+    w = _timed_row(strategy, n)
+    how = parts_how(w)
+    for k in ("compute", "adam"):
+        part = f"{w['predicted_parts'][k] * 1e3:.2f}"
+        m = re.search(r"([\d.]+) ms, ÷ (\d+)$", how[k])
+        if m:                                            # modelled: the printed timing ÷ the printed N is the part
+            assert int(m[2]) == n and f"{float(m[1]) / n:.2f}" == part, (k, how[k], part)
+        else:                                            # timed on these ranks: the part is the timing itself
+            assert how[k].startswith(f"timed on these {n} ranks"), how[k]
+            assert w["predicted_parts"][k] == (w["compute"]["fb_local_s"] if k == "compute" else w["compute"]["adam_s"])
+
+
+def test_misses_within_the_spread_are_neither_under_nor_over():
+    from helpers.sharding import misses_said
+    rows = [{"strategy": "ddp", "world_size": 2, "step_s": 0.1, "predicted_step_s": 0.106, "step_spread_s": 0.002},
+            {"strategy": "zero1", "world_size": 2, "step_s": 0.1, "predicted_step_s": 0.0999, "step_spread_s": 0.002},
+            {"strategy": "fsdp2", "world_size": 2, "step_s": 0.1, "predicted_step_s": 0.07, "step_spread_s": 0.004}]
+    said = misses_said(rows)
+    assert "zero1 N=2 -0.1%" in said and "ddp N=2 +6.0%" in said
+    assert "1 of 3 under" in said and "1 over" in said and "1 within it" in said

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from ..core.plots import finish
 
-__all__ = ["plot_memory", "plot_step_times", "beyond_spread", "noise_said", "OVERLAP_SAID"]
+__all__ = ["plot_memory", "plot_step_times", "beyond_spread", "noise_said", "parts_how", "misses_said", "OVERLAP_SAID"]
 
 OVERLAP_SAID = ("overlap of communication with compute, which the sum leaves out, would, other things equal, make it"
                 " predict too much, not too little")   # 09's step-time prediction: a sum of parts, no overlap
@@ -48,7 +48,7 @@ def plot_memory(rows: list[dict], label: str = "") -> Figure | None:
             ax.text(x, bottom, f"N={n}", ha="center", va="bottom", fontsize=8)
     ax.plot([], [], " ", label=f"paler to darker: N = {', '.join(map(str, sizes))} (on each bar)")
     ax.set_xticks(range(len(strategies)), [NAMES.get(s, s) for s in strategies])
-    ax.set(ylabel="MB on the largest rank", title="what a rank holds: parameters + gradients + Adam state (+ gathered layers)")
+    ax.set(ylabel="MB on the largest rank", title="parameters, gradients, optimizer state and gathered layers per rank\n(not activations or buckets)")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -69,7 +69,7 @@ def plot_step_times(rows: list[dict], label: str = "") -> Figure | None:
     ax.bar(x - 0.2, [1e3 * r["step_s"] for r in timed], 0.4, label="measured", color="C0")
     ax.bar(x + 0.2, [1e3 * r["predicted_step_s"] for r in timed], 0.4, label="predicted", color="C1", alpha=0.7)
     for xi, r in zip(x, timed):
-        ax.text(xi, 1e3 * max(r["step_s"], r["predicted_step_s"]), f"{r['predicted_step_s'] / r['step_s'] - 1:+.0%}",
+        ax.text(xi, 1e3 * max(r["step_s"], r["predicted_step_s"]), f"{r['predicted_step_s'] / r['step_s'] - 1:+.1%}",
                 ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, names, fontsize=8)
     ax.set(ylabel="ms per training step",
@@ -94,3 +94,31 @@ def noise_said(v: float, n: float) -> str:
     """A timed difference ``v`` seconds with spread ``n`` in words; plainly not told from 0 when ``|v| < n`` (09)."""
     return (f"{v * 1e3:+.2f} ms, within the timing noise (±{n * 1e3:.2f} ms): not told apart from 0 here" if abs(v) < n
             else f"{v * 1e3:+.2f} ms")
+
+
+def parts_how(w: dict) -> dict[str, str]:
+    """How each of a timed row's ``predicted_parts`` was got, with the timing it comes from printed (09).
+
+    ``w["compute"]`` holds the plain model's times on the row's N ranks: a part modelled as a timing ÷ N prints
+    that timing, so the printed figure ÷ N is the printed part."""
+    n, c, s = w["world_size"], w["compute"], w["strategy"]
+    return {"own": "modelled: one process's, carried over",
+            "plain rest": "timed on these ranks, negative counted as 0",
+            "compute": (f"modelled: the whole batch's forward and backward timed on these {n} ranks,"
+                        f" {c['fb_full_s'] * 1e3:.2f} ms, ÷ {n}") if s == "tp"
+                       else f"timed on these {n} ranks, the rank's share of the batch",
+            "adam": (f"timed on these {n} ranks, the whole model's Adam" if s == "ddp"
+                     else f"modelled: the whole model's Adam timed on these {n} ranks, {c['adam_s'] * 1e3:.2f} ms, ÷ {n}"),
+            "comm": "modelled: Σ α + bytes × β, fitted below"}
+
+
+def misses_said(timed: list[dict]) -> str:
+    """Predicted against measured step for each timed row; a miss counts as under or over only when it is larger
+    than the step's spread over its repeats (09)."""
+    off = [(r["predicted_step_s"] - r["step_s"], r) for r in timed]
+    under = sum(m < 0 and -m > r["step_spread_s"] for m, r in off)
+    over = sum(m > 0 and m > r["step_spread_s"] for m, r in off)
+    return ("predicted vs measured step, this run: "
+            + ", ".join(f"{r['strategy']} N={r['world_size']} {m / r['step_s']:+.1%}" for m, r in off)
+            + f": {under} of {len(off)} under the measured step by more than its spread over its repeats, {over} over,"
+            f" {len(off) - under - over} within it")

@@ -76,7 +76,8 @@ def memory_per_rank(params: int | nn.Module | list, world_size: int = 1, strateg
     paper's (fp16 weights and gradients, fp32 master copy in the optimizer).
     ``params``: Ψ, or the model (or its tensors' shapes) to get the largest rank's share when N
     does not divide the tensors: FSDP cuts each tensor's first dimension (``torch.chunk``: rank 0 gets
-    the most), torch's ZeRO-1 hands out whole tensors, DeepSpeed pads one flat buffer. From Ψ alone a
+    the most), torch's ZeRO-1 hands out whole tensors, DeepSpeed's ZeRO-1/2 pads one flat buffer, its
+    ZeRO-3 pads and splits each tensor apart. From Ψ alone a
     sharded part is ``ceil(bytes · Ψ / N)``: exact only when the ranks' shares come out equal.
     ``replicated``: parameters tensor parallelism leaves whole on every rank (row-wise biases).
     ``layer``: the largest unit ZeRO-3/FSDP gathers whole (its parameter count, or the module);

@@ -1,7 +1,7 @@
 """How a sharded tensor set splits over N ranks: the largest rank's share, and the layer ZeRO-3/FSDP gathers (09).
 
-:func:`largest_share` for FSDP2's row split, ``ZeroRedundancyOptimizer``'s whole tensors and
-DeepSpeed's flat buffer; :func:`gathered_bytes` for the layers held whole. ``memory_per_rank``
+:func:`largest_share` for FSDP2's row split, ``ZeroRedundancyOptimizer``'s whole tensors,
+DeepSpeed ZeRO-1/2's flat buffer and DeepSpeed ZeRO-3's per-tensor split; :func:`gathered_bytes` for the layers held whole. ``memory_per_rank``
 (the recipe) calls them when given the model rather than Ψ.
 """
 from __future__ import annotations
@@ -26,13 +26,14 @@ def _shapes(params: object) -> list[tuple[int, ...]] | None:
 
 
 def _how_split(strategy: str, part: str, precision: str) -> str:
-    """How a strategy cuts a part: ``"flat"`` (DeepSpeed: one padded buffer), ``"whole"`` (torch's ZeRO-1:
-    whole tensors), ``"rows"`` (FSDP2: each tensor's first dimension)."""
+    """How a strategy cuts a part: ``"flat"`` (DeepSpeed ZeRO-1/2: one padded buffer), ``"each"`` (DeepSpeed
+    ZeRO-3: each tensor padded and split apart), ``"whole"`` (torch's ZeRO-1: whole tensors), ``"rows"`` (FSDP2:
+    each tensor's first dimension)."""
     if strategy == "tp":
         raise ValueError("for tensor parallelism pass Ψ and replicated=, not the model: its plan decides which "
                          "dimension each tensor is cut along")
     if precision == "deepspeed":
-        return "flat"
+        return "each" if strategy == "zero3" else "flat"
     return "whole" if strategy == "zero1" else "rows"
 
 
@@ -40,12 +41,16 @@ def largest_share(shapes: list[tuple[int, ...]], world_size: int, how: str) -> i
     """Elements the largest rank holds when ``shapes`` are split ``how`` over ``world_size`` ranks (09).
 
     ``"rows"``: FSDP2's ``torch.chunk`` of each tensor's first dimension (rank 0 gets ``ceil(d0 / N)``
-    rows); ``"whole"``: ``ZeroRedundancyOptimizer``'s partition of whole tensors; ``"flat"``: DeepSpeed's
-    flat buffer padded to a multiple of N.
+    rows); ``"whole"``: ``ZeroRedundancyOptimizer``'s partition of whole tensors; ``"flat"``: DeepSpeed
+    ZeRO-1/2's flat buffer padded to a multiple of N (``stage_1_and_2.py``); ``"each"``: DeepSpeed ZeRO-3's
+    split of each tensor apart, padded to a multiple of N (``_partition_param`` in ``partition_parameters.py``:
+    ``self._aligned_size(param) // self.num_partitions`` elements a rank).
     """
     numels = [math.prod(s) for s in shapes]
     if how == "flat":
         return math.ceil(sum(numels) / world_size)
+    if how == "each":
+        return sum(math.ceil(k / world_size) for k in numels)
     if how == "whole":
         return max(_zero1_ranks(numels, world_size))
     return sum(math.ceil(s[0] / world_size) * math.prod(s[1:]) if s else 1 for s in shapes)
