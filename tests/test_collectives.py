@@ -263,6 +263,24 @@ def test_a_send_waited_on_before_its_step_s_receive_is_found_from_the_order_of_e
     assert waited_before_receiving(log) is None
 
 
+def test_a_ring_that_returns_without_waiting_on_an_isend_is_refused():
+    # under gloo here such a ring stalls (the stall watch refuses it); where it finishes, the message log refuses it
+    from helpers.collectives import MessageLog, judge_ring
+    n, rank = 4, 1
+    inputs = [torch.randn(10, generator=torch.Generator().manual_seed(r)) for r in range(n)]
+    log = MessageLog()
+    partial, sent = torch.zeros(10), []
+    for k in range(n - 1):   # the right messages: chunk r − k − 1... summed over ranks r, r − 1, …, r − k
+        partial = partial + inputs[(rank - k) % n]
+        sent.append((rank + 1, partial.tensor_split(n)[(rank - k - 1) % n].clone()))
+    log.sent, log.received = sent, [(rank - 1, 3)] * (n - 1)
+    log.events = [("recv", 0), ("sent", 0), ("recv", 1), ("recv", 2), ("sent", 2)]   # step 2's isend never waited
+    problem = judge_ring(log, sum(inputs), inputs, rank)
+    assert problem and "returned without waiting on the isend of step 2" in problem, problem
+    log.events.insert(3, ("sent", 1))                                                 # every isend waited on
+    assert judge_ring(log, sum(inputs), inputs, rank) is None
+
+
 def test_recv_buffer_keeps_one_buffer_per_size_so_taking_turns_over_sizes_allocates_nothing_new():
     from helpers.collectives import recv_buffer
     a, b = torch.zeros(1000), torch.zeros(10)

@@ -286,10 +286,28 @@ def test_a_fixed_cost_per_call_is_bounded_by_the_smallest_excess_over_the_measur
     assert lines[1:3] == ["  The ring is within 15% of its prediction at no size.",
                           "  It is slower at 1 KiB, 4 KiB, 16 KiB, 64 KiB (×2.24–×5.41)."] \
         and "more than its own parts timed alone add up to" in _short(lines)
-    for r in sweep["sizes"]:   # a ring below its parts somewhere: no fixed cost is bounded above zero
+    for r in sweep["sizes"]:   # a ring below its parts somewhere: the parts bound nothing, and no clamped 0 is said
         r["ring_s"] = r["ring_parts_s"] + 0.5e-3
     sweep["sizes"][0]["ring_s"] = sweep["sizes"][0]["ring_parts_s"] * 0.8
-    assert "is at most 0.00 ms here" in "\n".join(ring_prediction_lines(sweep))
+    text = "\n".join(ring_prediction_lines(sweep))
+    assert "at most" not in text and "0.00 ms" not in text
+    assert "at 1 KiB the ring took no more than its parts timed alone (×0.80): there the parts are not a lower bound " \
+           "on the ring, so this run does not decide whether every ring call pays a fixed cost" in text
+
+
+def test_a_near_constant_excess_over_the_parts_is_said_but_a_size_without_excess_leaves_it_undecided():
+    # the ring is its parts plus 0.21, 0.22, 0.25 ms up to 16 KiB, then below them at 64 KiB (as in a recorded run)
+    sweep = _parts_sweep(1.0, 1.0)
+    for r, ms in zip(sweep["sizes"], (0.21, 0.22, 0.25)):
+        r["ring_s"] = r["ring_parts_s"] + ms * 1e-3
+    sweep["sizes"][3]["ring_s"] = 0.98 * sweep["sizes"][3]["ring_parts_s"]
+    text = "\n".join(ring_prediction_lines(sweep))
+    assert "the ring's excess over its measured parts stays within 0.21–0.25 ms from 1 KiB to 16 KiB, as a fixed " \
+           "cost per call would, but at 64 KiB the ring took no more than its parts timed alone (×0.98)" in text
+    assert "does not decide whether every ring call pays a fixed cost" in text and "at most" not in text
+    sweep["sizes"][1]["ring_s"] = sweep["sizes"][1]["ring_parts_s"] + 0.9e-3   # not constant: no range is said
+    text = "\n".join(ring_prediction_lines(sweep))
+    assert "stays within" not in text and "  at 64 KiB the ring took no more than its parts timed alone" in text
 
 
 def test_the_rank_agreement_lines_follow_the_numbers():
@@ -375,6 +393,8 @@ def test_the_all_reduces_finished_when_backward_returned_are_printed_as_counted(
 
 def test_the_verdict_counts_its_comparisons_and_says_rounds_are_not_independent():
     text = ddp_verdict(_scratch(1.6, 1.30, 1.10))
-    assert "these 5 comparisons each have p = 2 · 0.5^7 = 0.016" in text
-    assert "up to 5 × 0.016 = 0.08" in text and "not independent" in text
+    assert "a direction claimed from 7 agreeing rounds has p = 2 · 0.5^7 = 0.016 were the two the same" in text
+    assert "each have p" not in text   # the p of a claimed direction, not of each comparison
+    assert "with 5 comparisons, one chance direction among them has probability up to 5 × 0.016 = 0.08" in text
+    assert "not independent" in text
     assert "p = 2 · 0.5^6 = 0.031" in ddp_verdict(_scratch(1.6, 1.30, 1.10, rounds=6))

@@ -127,6 +127,21 @@ def sweep_summary(sweep: dict) -> list[str]:
     return lines
 
 
+def _no_fixed_cost_bound(rows: list[dict]) -> str:
+    """Where the ring took no more than its parts timed alone at some size: they bound nothing; what the excesses show."""
+    extra = [r["ring_s"] - r["ring_parts_s"] for r in rows]
+    run = 0   # the smallest sizes over which the excess stays positive and within ×1.5 of itself: about constant
+    while run < len(rows) and extra[run] > 0 and max(extra[:run + 1]) <= 1.5 * min(extra[:run + 1]):
+        run += 1
+    none = [r for r, e in zip(rows, extra) if e <= 0]
+    said = (f"the ring's excess over its measured parts stays within {min(extra[:run]) * 1e3:.2f}–"
+            f"{max(extra[:run]) * 1e3:.2f} ms from {_size(rows[0]['bytes'])} to {_size(rows[run - 1]['bytes'])}, as a "
+            "fixed cost per call would, but " if run >= 2 else "")
+    return (f"  {said}at {', '.join(_size(r['bytes']) for r in none)} the ring took no more than its parts timed alone "
+            f"({', '.join('×%.2f' % (r['ring_s'] / r['ring_parts_s']) for r in none)}): there the parts are not a lower "
+            "bound on the ring, so this run does not decide whether every ring call pays a fixed cost")
+
+
 def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     """Each size's times (all_reduce, ring, one ring step) and the ring against its predictions, led by one takeaway (08).
 
@@ -136,7 +151,8 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     the ring is within ``margin`` of its measured parts, how much of its excess over the prediction they
     explain, split into the steps (with how far the step line is from the measured step) and the
     additions; and a fixed cost per call that the ring adds to its parts is bounded: at most its smallest
-    excess over them at any size (without the parts: at most the ring's fastest call).
+    excess over them, said only where the ring exceeds its parts at every size (where it does not, the parts
+    are no lower bound and no bound is said); without the parts: at most the ring's fastest call.
     """
     rows = sorted(sweep["sizes"], key=lambda r: r["bytes"])
     has_step = all("step_s" in r for r in rows)
@@ -193,11 +209,13 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
                          + ", ".join(f"×{r['step_s'] / r['step_model_s']:.2f} at {_size(r['bytes'])}" for r in miss)
                          + " (measured/line); a least-squares line on relative error weighs every size alike, so one "
                          "odd time pulls it at all sizes")
-    if above:
+    if above and rest and any(r["ring_s"] <= r["ring_parts_s"] for r in rows):   # rest: only with parts
+        lines.append(_no_fixed_cost_bound(rows))
+    elif above:
         if parts:
             extra = {r["bytes"]: r["ring_s"] - r["ring_parts_s"] for r in rows}
             low = min(rows, key=lambda r: extra[r["bytes"]])
-            bound, what = max(0.0, extra[low["bytes"]]), f"its smallest excess over its measured parts, at {_size(low['bytes'])}"
+            bound, what = extra[low["bytes"]], f"its smallest excess over its measured parts, at {_size(low['bytes'])}"
             above = rest
         else:
             extra = {r["bytes"]: r["ring_s"] - r["ring_model_s"] for r in above}

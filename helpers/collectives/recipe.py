@@ -150,7 +150,9 @@ def make_buckets(params: list[nn.Parameter], bucket_bytes: float) -> list[list[n
 
     The last bucket holds what remains and may be smaller. DDP closes its buckets the same way
     (``bucket_cap_mb``; plus a 1 MiB first bucket, section 4, and one bucket list per dtype and
-    device: ``compute_bucket_assignment_by_size`` in its reducer). No bucket is empty:
+    device: ``compute_bucket_assignment_by_size`` in its reducer), from its rebuild after the first
+    iteration: with ``find_unused_parameters=False`` that iteration has one bucket holding every
+    parameter (``compute_bucket_size_limits``). No bucket is empty:
     ``bucket_bytes=0`` gives one bucket per parameter, no parameters no bucket.
     """
     if isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, (int, float)) or not bucket_bytes >= 0:

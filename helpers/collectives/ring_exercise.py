@@ -5,7 +5,8 @@ Comparing the student's result with ``dist.reduce_scatter`` cannot tell a ring f
 :class:`MessageLog`, which records every point-to-point message it sends and receives and every
 collective it calls, and :func:`judge_ring` checks what a ring reduce-scatter must do: no
 collective; n − 1 messages to the right neighbour and n − 1 from the left; each step's receive
-posted before the rank waits for that step's send to finish (no blocking ``dist.send`` first);
+posted before the rank waits for that step's send to finish (no blocking ``dist.send`` first), and every
+send waited on before the function returns;
 message ``k`` of rank ``r`` holds one chunk summed over ranks ``r, r − 1, …, r − k`` (what the rank holds after each
 step); and at the end chunk ``r`` of ``t`` holds the sum over all ranks, as ``dist.reduce_scatter``
 gives rank ``r`` piece ``r``.
@@ -158,6 +159,12 @@ class _WaitLog:
         self._log.events += [("sent", k) for k in self._sends if ("sent", k) not in self._log.events]
         return done
 
+    def is_completed(self) -> bool:   # polled until True: as good as a wait
+        done = self._work.is_completed()
+        if done:
+            self._log.events += [("sent", k) for k in self._sends if ("sent", k) not in self._log.events]
+        return done
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._work, name)
 
@@ -215,6 +222,11 @@ def judge_ring(log: MessageLog, t: torch.Tensor, inputs: Sequence[torch.Tensor],
                   "so, each waits on a neighbour that is itself still sending, a deadlock wherever a send waits for its "
                   "receiver (whether it does depends on the backend and the message size). Start the send with "
                   "dist.isend, receive with dist.recv, then wait on the isend", step=blocked + 1, rank=rank)
+    unwaited = [k for k in range(len(log.sent)) if ("sent", k) not in log.events]
+    if unwaited:
+        return tr("collectives.ex_unwaited", "rank {rank} returned without waiting on the isend of step {step}: until "
+                  "its request is waited on, the send may not be finished and its chunk must not be changed. Wait on "
+                  "each isend after that step's dist.recv", rank=rank, step=unwaited[0] + 1)
     partial = torch.zeros_like(inputs[0])
     for k, (_, data) in enumerate(log.sent):
         partial = partial + inputs[(rank - k) % n]  # ranks rank, rank − 1, …, rank − k

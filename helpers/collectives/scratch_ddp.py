@@ -195,7 +195,8 @@ def ddp_verdict(res: dict) -> str:
                      "all its steps) had already finished" + (", so those ran during backward" if finished else
                      ": none finished during backward (they may still have started during it)"))
     m = len(res["rounds"]) - 1 + len(said)   # each variant against DDP above, and the two comparisons here
-    lines.append(f"these {m} comparisons each have p = 2 · 0.5^{k} = {2 * 0.5 ** k:.3f} were the two the same, so one "
-                 f"chance direction among them has probability up to {m} × {2 * 0.5 ** k:.3f} = {m * 2 * 0.5 ** k:.2f}; "
+    lines.append(f"a direction claimed from {k} agreeing rounds has p = 2 · 0.5^{k} = {2 * 0.5 ** k:.3f} were the two the "
+                 f"same; with {m} comparisons, one chance direction among them has probability up to {m} × "
+                 f"{2 * 0.5 ** k:.3f} = {m * 2 * 0.5 ** k:.2f}; "
                  "and rounds on a shared machine are not independent, so these p are a guide, not exact")
     return "\n".join(lines)
