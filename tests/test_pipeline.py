@@ -95,11 +95,13 @@ def test_library_rows_above_the_bound_are_flagged_and_backward_waits_apportioned
             lib("1f1b", 2, 0.55, [0.54, 0.55, 0.56]), lib("1f1b", 4, 0.63, [0.62, 0.63, 0.64])]
     text = P.beyond_bound_lines(rows)
     assert "library gpipe m = 2" not in text                     # 1.32× < 1.33×: at or under the bound, not listed
-    assert "library 1f1b m = 2: efficiency 1.36 > 1" in text and "above 1 even then, so the bound's assumption failed" in text
+    assert "library 1f1b m = 2: efficiency 1.36 > 1" in text and "above 1 even then, so the equal-cost ideal's assumption failed" in text
     assert "which can happen: the ideal is a ratio of compute times, the speedup one of whole steps" in text
     assert "library 1f1b m = 4" not in text                      # 1.59× against 1.6×
     rows[3] = lib("1f1b", 4, 0.615, [0.6, 0.615, 0.63])          # 1.63×: 1.02 > 1, but 1.00 against m = 1's fastest round
     assert "library 1f1b m = 4: efficiency 1.02 > 1" in P.beyond_bound_lines(rows) and "no clear win" in P.beyond_bound_lines(rows)
+    # a library row is judged against the equal-cost ideal, never the GPipe-order bound, and says which
+    assert "no clear win over the equal-cost ideal" in P.beyond_bound_lines(rows) and "over the bound" not in P.beyond_bound_lines(rows)
     with pytest.raises(ValueError):
         P.beyond_bound_lines(rows[1:])
     assert P.beyond_bound_lines([rows[0], lib("gpipe", 2, 0.7485, [0.7485])]) == ""   # 1.002: 1.00 as printed
@@ -456,6 +458,8 @@ def test_stage_bound_uses_each_stages_measured_cost():
     assert "1F1B differed from GPipe by the rounds at m = 2 (slower)" in P.library_lines(lib, [])
     lib[2].update(step_s=0.81, step_range=(0.75, 0.85), step_rounds=[0.75, 0.81, 0.85])
     assert "no clear difference at any m" in P.library_lines(lib, [])
+    # no clear difference is not a confirmation, and the equal-bubble model assumes equal stages: no such claim
+    assert "bubble" not in P.library_lines(lib, [])
 
 
 def test_hand_written_rows_are_judged_against_the_bound_with_the_stages_costs():
@@ -557,6 +561,7 @@ def test_the_backward_count_is_printed_beside_the_measured_ratio():
     assert "forward at m = 1: stage 1 took ×1.12 stage 0's time" in text   # F 0.045 s against 0.04 s
     assert "the forward's ratio lies more than 5% from its count: this run does not confirm that the times follow the count" in text
     assert "here the times follow" not in text
+    assert "\nthe forward's ratio lies more than 5%" in text   # the verdict on both ratios on its own line, not the backward's tail
     def both(f1, b1):
         r = row(1, 0.070, b1)
         r["compute_rounds"][1][0]["F"] = f1
@@ -581,7 +586,9 @@ def test_printed_sums_add_up_and_the_bound_compares_compute_with_compute():
     m2 = row(2, 0.187, [(0.040, 0.075), (0.043, 0.083)])
     text = P.stage_cost_lines([naive, m2])
     assert "stage 0: F 47 ms + B 79 ms = 126 ms; stage 1: F 42 + B 89 = 131 ms" in text
-    assert "best speedup of this compute (257 ms at m = 1)" in text
+    assert "best speedup of this compute (257 ms at m = 1)" in text and "in GPipe's order" in text
+    # the ratio of the printed sums, 131 / 126 = 1.04, not of the unrounded ones (131.1 / 126.8 = 1.03)
+    assert "stage 1 takes ×1.04 the other's time" in text
     # the table's "against it" is m = 1's compute over the step, ÷ the bound: at m = 1 the share computed (0.97),
     # and m = 2 against the bound's step 0.2579 / 1.31 = 0.197 s: 1.05, where the whole step's ratio gave 1.08
     table = P.gpipe_table([naive, m2])

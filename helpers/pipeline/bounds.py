@@ -67,11 +67,11 @@ def beyond_bound_lines(rows: list[dict]) -> str:
         if not tight:
             line = (f"{who}: efficiency {r['efficiency']:.2f} > 1 against the m = 1 median "
                     f"({1e3 * base['step_s']:.0f} ms), which can happen: the ideal is a ratio of compute times, the "
-                    "speedup one of whole steps")
+                    "speedup one of whole steps")   # library rows: the equal-cost ideal, never the GPipe-order bound
         else:
             line = (f"{who}: the step, {1e3 * r['step_s']:.0f} ms, is shorter than the bound's, "
                     f"{1e3 * bound_step(base, m):.0f} ms (m = 1's compute, {compute_ms(base)} ms, ÷ the bound with these "
-                    f"stages' costs, {bound:.2f}×): {against:.2f} of it by the medians (speedup over the whole m = 1 "
+                    f"stages' costs, {bound:.2f}×): {against:.2f} of it by the medians\n  (speedup over the whole m = 1 "
                     f"step {r['speedup']:.2f}×, efficiency {r['efficiency']:.2f} against the equal-cost ideal, "
                     f"{r['ideal_speedup']:.2f}×)")
         lo_s = f"{lo:.3f}" if round(lo, 2) == 1 else f"{lo:.2f}"   # 0.997 is within the spread: not printed "1.00"
@@ -79,7 +79,7 @@ def beyond_bound_lines(rows: list[dict]) -> str:
         line += (f"\n  by both rows' rounds ({first}: {1e3 * blo:.0f}–{1e3 * bhi:.0f} ms, m = {m}: {1e3 * rlo:.0f}–"
                  f"{1e3 * rhi:.0f} ms) it is {lo_s}–{hi:.2f}")
         if lo <= 1:
-            line += ": within the rounds' spread, no clear win over the bound"
+            line += f": within the rounds' spread, no clear win over the {'bound' if tight else 'equal-cost ideal'}"
         elif tight:
             k = _slowdown(r, base)
             klo, khi = min(_compute(r)) / max(_compute(base)), max(_compute(r)) / min(_compute(base))
@@ -100,7 +100,7 @@ def beyond_bound_lines(rows: list[dict]) -> str:
                 line += ("\n  the pieces did not cost less, and this run does not say what made the step faster "
                          "than the bound")
         else:
-            line += (": above 1 even then, so the bound's assumption failed here: it takes each micro-batch's work as 1/m "
+            line += (": above 1 even then, so the equal-cost ideal's assumption failed here: it takes each micro-batch's work as 1/m "
                      "of the m = 1 step's; this launch does not time the library's pieces, so it cannot say which "
                      "cost less than that")
         lines.append(line)
@@ -179,7 +179,7 @@ def stage_cost_lines(rows: list[dict], products: list[int] | None = None, forwar
     ms = [[round(1e3 * t) for t in c] for c in costs]   # sums of the printed values, so each printed sum adds up
     lines = [f"m = 1, inside the step (median of {len(rows[0]['step_rounds'])} rounds): stage 0: F {ms[0][0]} ms + "
              f"B {ms[0][1]} ms = {sum(ms[0])} ms; stage 1: F {ms[1][0]} + B {ms[1][1]} = "
-             f"{sum(ms[1])} ms: stage {slow} takes ×{sum(costs[slow]) / sum(costs[1 - slow]):.2f} the other's time"]
+             f"{sum(ms[1])} ms: stage {slow} takes ×{sum(ms[slow]) / sum(ms[1 - slow]):.2f} the other's time (of the sums as printed)"]
     if products:
         pairs = ([("forward", f1 / f0, forward)] if forward else []) + [("backward", b1 / b0, products)]
         for kind, measured, n in pairs:
@@ -189,14 +189,14 @@ def stage_cost_lines(rows: list[dict], products: list[int] | None = None, forwar
         off = [f"{k}'s" for k, t, n in pairs if abs(t / (n[1] / n[0]) - 1) > COUNT_TOLERANCE]
         if not forward:
             lines[-1] += ": the count is work, not time; the forward's ratio is not given, so no verdict"
-        elif off:
-            lines[-1] += (f": the {' and the '.join(off)} ratio{'s lie' if len(off) > 1 else ' lies'} more than "
-                          f"{COUNT_TOLERANCE:.0%} from {'their counts' if len(off) > 1 else 'its count'}: this run does "
-                          "not confirm that the times follow the count")
+        elif off:   # the verdict on both ratios gets its own line, not the backward's tail
+            lines.append(f"the {' and the '.join(off)} ratio{'s lie' if len(off) > 1 else ' lies'} more than "
+                         f"{COUNT_TOLERANCE:.0%} from {'their counts' if len(off) > 1 else 'its count'}: this run does "
+                         "not confirm that the times follow the count")
         else:
-            lines[-1] += f": both ratios lie within {COUNT_TOLERANCE:.0%} of their counts: here the times follow the count"
-    lines.append(f"best speedup of this compute ({sum(ms[0]) + sum(ms[1])} ms at m = 1) with these costs (per phase: the "
-                 "slower stage's work + one micro-batch of the other's) against the equal-cost ideal 2m/(m + 1): "
+            lines.append(f"both ratios lie within {COUNT_TOLERANCE:.0%} of their counts: here the times follow the count")
+    lines.append(f"best speedup of this compute ({sum(ms[0]) + sum(ms[1])} ms at m = 1) with these costs in GPipe's order "
+                 "(per phase: the slower stage's work + one micro-batch of the other's), beside the equal-cost ideal:\n  "
                  + ", ".join(f"m = {r['microbatches']}: {stage_bound(rows[0], r['microbatches']):.2f}× "
                              f"({r['ideal_speedup']:.2f}×)" for r in rows[1:]))
     return "\n".join(lines)
@@ -230,7 +230,7 @@ def backward_wait_line(row: dict, stage: int = 0, base: dict | None = None) -> s
     if base is not None:
         (_, b0), (_, b1) = stage_costs(base)
         whole = f" (the whole backward at m = 1: ×{b1 / b0:.2f})"
-    return line + (f"; stage 1's backward pieces took ×{mean[1] / mean[0]:.2f} stage 0's in that round{whole}, and each B0.i waits "
+    return line + (f";\n  stage 1's backward pieces took ×{mean[1] / mean[0]:.2f} stage 0's in that round{whole}, and each B0.i waits "
                    f"for B1.i's gradient: at the two stages' means that makes stage 0 wait {d:.2f} ms before each "
                    f"backward but the first, {len(spans) - 1} × {d:.2f} = {slower:.2f} ms of the {wait_ms:.1f} ms, "
                    + (f"{slower / wait_ms:.0%} of the idle time; the rest ({wait_ms - slower:.2f} ms) is not split further here (the "

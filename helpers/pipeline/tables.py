@@ -141,8 +141,8 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
     gp = {r["microbatches"]: r for r in lib if r["schedule"] == "gpipe"}
     both = [m for m in sorted(hand_by_m) if m in gp]
     if both:
-        lines.append("GPipe, library against hand-written: step ms (rounds) and efficiency, each over its own m = 1; the "
-                     "same schedule, the same timed parts (zero_grad, the step, the SGD update),\nin separate launches "
+        lines.append("GPipe, library against hand-written: step ms (rounds) and efficiency, each over its own m = 1;\n"
+                     "the same schedule and timed parts (zero_grad, the step, the SGD update), separate launches "
                      "(at m = 1 neither pipelines):")
         for m in both:
             lib_r, hw = gp[m], hand_by_m[m]
@@ -166,10 +166,8 @@ def library_lines(lib: list[dict], hand: list[dict]) -> str:
         if v != "unclear":
             differ.append(f"m = {r['microbatches']} ({v})")
     if any(r["schedule"] == "1f1b" and r["microbatches"] in gp for r in lib):
-        lines.append(("1F1B differed from GPipe by the rounds at " + ", ".join(differ) + ": GPipe's model gives "
-                      "both the same bubble, so the difference lies outside it (the implementation, the machine), "
-                      "which this notebook does not time") if differ else
-                     "1F1B against GPipe: no clear difference at any m, as the model's equal bubble has it")
+        lines.append(("1F1B differed from GPipe by the rounds at " + ", ".join(differ) + ": this notebook does not "
+                      "time what made the difference") if differ else "1F1B against GPipe: no clear difference at any m")
     return "\n".join(lines)
 
 
@@ -235,9 +233,9 @@ def message_lines(rows: list[dict], spread_limit: float = 10.0) -> str:
     estimate is above a larger one's, with whether the rounds of the two overlap.
     """
     lines = [f"one-way send/recv of one micro-batch's activation (its gradient is the same size), timed alone by "
-             f"ping-pong in {len(rows[0]['message_s'])} rounds, outside the step (in the step, gpipe_step sends with "
-             "isend, which can return before the message is delivered, so the sender computes on; the receiver waits for "
-             "it in recvs[i].wait()); each size's estimate is its fastest round:"]
+             f"ping-pong in {len(rows[0]['message_s'])} rounds, outside the step; each size's estimate is its fastest round\n"
+             "(in the step, gpipe_step sends with isend, which can return before delivery, so the sender computes on; "
+             "the receiver waits in recvs[i].wait()):"]
     for r in rows:
         t = r["message_s"]
         span = max(t) / min(t)
