@@ -102,7 +102,7 @@ def hard_coded_tags(writer, epoch, gathered):
     writer.add_scalar("acc/val", gathered[0][1].get("acc/val", 0.0), epoch)
 
 
-def add_scalars_instead(writer, epoch, gathered):     # one sub-run per key
+def add_scalars_instead(writer, epoch, gathered):     # one sub-run per main tag and key
     writer.add_scalars("metrics", {tag: _mean(gathered, tag) for tag in gathered[0][1]}, epoch)
 
 

@@ -85,7 +85,8 @@ def log_epoch_summaries(w: Any, model: nn.Module, epoch: int, train_loss: float,
     w.add_scalar("loss/train", train_loss, epoch)
     w.add_scalar("loss/val", val["loss"], epoch)
     w.add_scalar("acc/val", val["acc"], epoch)
-    w.add_scalars("loss", {"train": train_loss, "val": val["loss"]}, epoch)  # writes one sub-run per key
+    # one sub-run per main tag and key, named <main_tag>_<key>
+    w.add_scalars("loss", {"train": train_loss, "val": val["loss"]}, epoch)
     for name, p in model.named_parameters():
         w.add_histogram(f"weights/{name}", p, epoch)
         w.add_histogram(f"grads/{name}", p.grad, epoch)
