@@ -283,8 +283,11 @@ def test_cpu_pressure_during_the_runs_is_said_from_the_stall_share():
     assert "3.5 ms" in calm and "0.30%" in calm, calm
     assert "may have gone to waiting" not in calm and "under 1%" in calm, calm
     assert "at most" not in calm, calm   # psi.c: a non-idle-time-weighted average over CPUs, no bound on the waiting
-    assert "per-CPU average" in calm and "no upper bound" in calm and "1/2 of its wait" in calm, calm
-    assert "1/4 of its wait" in lesson.pressure_meaning(3_450, 1.15, steal_ticks=0, cpus=4)
+    assert "per-CPU average" in calm and "no upper bound" in calm and "1/2" in calm, calm
+    # psi.c weights each CPU by its non-idle time: 1/n only when the others are busy throughout, all when idle
+    assert "between 1/2 and all of its wait" in calm and "the other CPU was" in calm, calm
+    four = lesson.pressure_meaning(3_450, 1.15, steal_ticks=0, cpus=4)
+    assert "1/4" in four and "between 1/4 and all of its wait" in four and "other CPUs were" in four, four
     one = lesson.pressure_meaning(3_450, 1.15, steal_ticks=0, cpus=1)   # one CPU: the average is that CPU's own time
     assert "no upper bound" not in one and "that CPU's own" in one, one
     small_steal = lesson.pressure_meaning(15_000, 1.0, steal_ticks=0, cpus=2)   # 1.5 %: not small, and named
@@ -396,9 +399,11 @@ def test_the_thread_verdict_says_the_wait_policy_it_holds_for():
         text = lesson.threads_verdict(runs, default=2, wait_policy="PASSIVE")[1]
         assert "this holds for OMP_WAIT_POLICY=PASSIVE" in text and ends in text, text
         assert "other policies are not measured here" in text, text   # the default policy is not timed
-        assert "only runs with more than one thread pay" in text, text   # the waking cost is the multi-thread runs'
+        assert "with more than one thread, a sleeping OpenMP thread must be woken" in text, text   # the waking cost
+        assert "waits for its slowest thread" in text and "neither cost is measured here" in text, text   # both named
         active = lesson.threads_verdict(runs, default=2, wait_policy="ACTIVE")[1]
         assert "OMP_WAIT_POLICY=ACTIVE" in active and "woken" not in active, active
+        assert "waits for its slowest thread" in active and "this cost is not measured here" in active, active
     assert "OMP_WAIT_POLICY" not in lesson.threads_verdict(apart, default=2)[1]
 
 
@@ -528,7 +533,13 @@ def test_the_thread_verdict_names_a_trend_in_time_and_the_exchangeability_it_ass
     threads, text = lesson.threads_verdict(drift, default=2)
     assert "2 thread(s), s per epoch in time order: 0.145, 0.144, 0.103, 0.103, 0.102" in text, text
     assert "the first 2 run(s) of 2 thread(s) were each slower than all 3 later ones" in text, text
+    assert "so would chance, 1 time in 10 for the first 2 of 5 if the runs are exchangeable" in text, text   # C(5, 2)
     assert "of 1 thread(s) were" not in text, text   # 0.118 is not slower than the later 0.120: no trend
     assert "exchangeable" in text, text
     steady = [(1, .21), (2, .23), (1, .22), (2, .22), (1, .20), (2, .24)]
     assert "were each slower" not in lesson.threads_verdict(steady, default=2)[1]
+    first_slowest = [(1, .30), (2, .31), (1, .21), (2, .22), (1, .20), (2, .23), (1, .22), (2, .21), (1, .21), (2, .22)]
+    assert "were each slower" not in lesson.threads_verdict(first_slowest, default=2)[1]   # k = 1: 1 in 5 by chance
+    three = [(1, .30), (1, .29), (1, .28), (1, .20), (1, .21)]   # the first 3 of 5: 1 in C(5, 3) = 10
+    assert "the first 3 run(s) of 1 thread(s)" in lesson.threads_verdict(three, default=1)[1]
+    assert "1 time in 10 for the first 3 of 5" in lesson.threads_verdict(three, default=1)[1]

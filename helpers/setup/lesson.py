@@ -197,7 +197,8 @@ def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float 
     count, in 2 of the C(a + b, a) equally likely orderings (either count all below): the exact two-sided
     Mann–Whitney p-value of a complete separation, printed. Each count's median is printed, and every run slower
     than ``outlier`` times its count's median is named. With ``wait_policy`` (the OMP_WAIT_POLICY the runs had), the
-    verdict says it holds for that policy; under PASSIVE, waking sleeping threads costs only the multi-thread runs."""
+    verdict says it holds for that policy and names more than one thread's unmeasured costs (the slowest thread of each
+    parallel region; under PASSIVE, waking). First k >= 2 runs each slower than all later ones: named, with 1/C(n, k)."""
     import math
     import statistics
 
@@ -206,11 +207,12 @@ def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float 
         by.setdefault(n, []).append(s)
     shown = "\n".join(f"{n} thread(s), s per epoch in time order: " + ", ".join(f"{s:.3f}" for s in ss)
                       + f" (median {statistics.median(ss):.3f})" for n, ss in by.items())
-    for n, ss in by.items():   # a trend in time: the first k runs each slower than every later one (k largest)
-        k = max((k for k in range(1, len(ss) - 1) if min(ss[:k]) > max(ss[k:])), default=0)
-        if k:
+    for n, ss in by.items():   # a trend in time: the first k >= 2 runs each slower than every later one (k largest)
+        k = max((k for k in range(2, len(ss) - 1) if min(ss[:k]) > max(ss[k:])), default=0)
+        if k:   # k = 1 (first run slowest) happens by chance 1 time in len(ss): not printed
             shown += (f"\nthe first {k} run(s) of {n} thread(s) were each slower than all {len(ss) - k} later ones "
-                      f"(a trend in time, such as warm-up or drift, would do this)")
+                      f"(a trend in time, such as warm-up or drift, would do this; so would chance, 1 time in "
+                      f"{math.comb(len(ss), k)} for the first {k} of {len(ss)} if the runs are exchangeable)")
     slow_runs = [f"run {i + 1} of {n} thread(s) ({s:.3f} s, {s / statistics.median(ss):.1f}× that count's median)"
                  for n, ss in by.items() for i, s in enumerate(ss) if s > outlier * statistics.median(ss)]
     if slow_runs:   # the clean-split rule cannot set such a run aside: it alone can make the counts overlap
@@ -226,8 +228,10 @@ def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float 
     policy = ""
     if wait_policy is not None:
         policy = f"; this holds for OMP_WAIT_POLICY={wait_policy}"
-        if wait_policy.upper() == "PASSIVE":
-            policy += " (a sleeping OpenMP thread must be woken, a cost only runs with more than one thread pay)"
+        wake = "a sleeping OpenMP thread must be woken, and " if wait_policy.upper() == "PASSIVE" else ""
+        policy += (f" (with more than one thread, {wake}each parallel region waits for its slowest thread, which "
+                   f"another program can keep off a CPU; {'neither cost is' if wake else 'this cost is not'} "
+                   f"measured here)")
         policy += "; other policies are not measured here"
     if max(by[fast]) < min(by[slow]):
         return fast, (f"{shown}\n{fast} thread(s) faster in every run ({max(by[fast]):.3f} s slowest against "
@@ -275,8 +279,10 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
         head += (f"; steal time, which PSI does not count: {steal_ticks} tick(s) of {tick:.0f} ms ({spent}), "
                  f"{steal_share:.2%} of the {cpus} CPU(s)' time")
     note = ("\n(both counters are the whole system's and do not say whose tasks waited; " +
-            (f"PSI is a per-CPU average: with {cpus} CPUs, a task waiting on one adds 1/{cpus} of its wait, so the "
-             f"share is no upper bound on the runs' waiting)" if cpus > 1 else
+            (f"PSI is a per-CPU average weighted by non-idle time: with {cpus} CPUs, a task waiting on one adds "
+             f"between 1/{cpus} and all of its wait, depending on how busy the other "
+             f"{'CPU was' if cpus == 2 else 'CPUs were'}, so the share is no upper bound on the runs' waiting)"
+             if cpus > 1 else
              "with one CPU, PSI's time is that CPU's own: the time in which some task waited for it)"))
     if share < 0.01 and steal_share is not None and steal_share < 0.01:
         return f"{head}: both shares are under 1%{note}"
