@@ -167,6 +167,14 @@ def test_rung_decisions_counts_what_went_on_below_the_final_cutoff():
     assert d[0]["continued_below"] == 2 and d[0]["lowest_continued"] == 0.1   # 0.1 and 0.5 < cutoff of all four
 
 
+def test_asha_work_says_what_was_spent_and_saved_and_the_speed_clause_only_off_the_margin():
+    did, why = T.asha_work(0.31, 0.47, 1.00)
+    assert "spent 31% of the epochs and 47% of the time" in did and "saved the rest (69% and 53% here)" in did
+    assert "work it saved" not in did and why == ""   # what it spent is not what it saved; 1.00 needs no reason
+    assert T.asha_work(0.31, 0.47, 1.04)[1] == "" and T.asha_work(0.31, 0.47, 0.96)[1] == ""   # within 5%
+    assert "1.20 times as long" in T.asha_work(0.31, 0.47, 1.20)[1] and "0.80 times" in T.asha_work(0.31, 0.47, 0.80)[1]
+
+
 def test_searchers_start_up_is_what_was_asked():
     assert T.startup_of(T.make_searcher("hyperopt", startup=4)) == 4
     assert T.startup_of(T.make_searcher("optuna", startup=4)) == 4

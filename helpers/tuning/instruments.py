@@ -14,7 +14,7 @@ from ..dist.ray_cluster import keep_stop_handlers
 
 __all__ = ["METRIC", "MODE", "toy_objective", "grid_vs_random", "toy_1d", "bayes_opt_steps", "asha_rungs",
            "rung_decisions", "startup_of", "bohb_results_needed", "bohb_model_budgets", "bohb_results_per_budget",
-           "TrialsFailed", "summarize", "OLD_TO_NEW", "old_api_errors"]
+           "TrialsFailed", "summarize", "OLD_TO_NEW", "old_api_errors", "asha_work"]
 
 
 METRIC = "val_acc"  # what the trainable reports each epoch
@@ -108,6 +108,15 @@ def rung_decisions(curves: list[list[float]], rungs: list[int], reduction_factor
                     "continued_below": sum(c[r - 1] < cutoff for c in went_on),
                     "lowest_continued": min((c[r - 1] for c in went_on), default=float("nan"))})
     return out
+
+
+def asha_work(epoch_share: float, time_share: float, speed: float, margin: float = 0.05) -> tuple[str, str]:
+    """ASHA's epochs and trainable time as shares of the full run's: what it did and saved (04); the clause on
+    ``speed`` (its time over the full run's on the same epochs) only when that is off 1 by more than ``margin``."""
+    did = (f"so ASHA spent {epoch_share:.0%} of the epochs and {time_share:.0%} of the time inside the trainables: that is "
+           f"the work it did; it saved the rest ({1 - epoch_share:.0%} and {1 - time_share:.0%} here), measured")
+    why = f" (why the same epochs took {speed:.2f} times as long, more than {margin:.0%} off 1, is not separated by this run)"
+    return did, why if abs(speed - 1) > margin else ""
 
 
 def startup_of(searcher: Any) -> int | None:
