@@ -20,7 +20,7 @@ def _skeleton_cells():
     for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
         cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
         sources = ["".join(c["source"]) for c in cells]
-        ids = dict((fn, ex) for s in sources for ex, fn in re.findall(r'check\("([^"]+)",\s*(\w+)\)', s))
+        ids = dict((fn, ex) for s in sources for ex, fn in re.findall(r'check\("([^"]+)",\s*(?:\w+\.)?(\w+)\)', s))
         for s in sources:
             if "# your code" not in s:
                 continue

@@ -102,7 +102,8 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
         out.close()
     text = texts[0] if nnodes == 1 else "\n".join(f"--- node {i} ---\n{t}" for i, t in enumerate(texts))
     if time.monotonic() > deadline:
-        raise TimeoutError(f"torchrun did not finish within {timeout:g} s and was killed with all its workers")
+        raise TimeoutError(f"torchrun did not finish within {timeout:g} s and was killed with all its workers; "
+                           f"the last of what it printed:\n{text[-3000:]}")
     if any(a.returncode != 0 for a in agents):
         codes = [a.returncode for a in agents]
         raise RuntimeError(f"torchrun exited with code(s) {codes}; its output:\n{text}")
