@@ -560,6 +560,8 @@ def test_the_backward_count_is_printed_beside_the_measured_ratio():
     text = P.stage_cost_lines([row(1, 0.070, 0.080), row(2, 0.04, 0.04)], products=[7, 8], forward=[4, 4])
     assert "forward at m = 1: stage 1 took ×1.12 stage 0's time" in text   # F 0.045 s against 0.04 s
     assert "the forward's ratio lies more than 5% from its count: this run does not confirm that the times follow the count" in text
+    # the forward's count leaves out stage 1's head and loss: a ratio above it is partly expected, and said so
+    assert "the forward's count leaves out stage 1's head and loss, so a forward ratio above its count is partly expected" in text
     assert "here the times follow" not in text
     assert "\nthe forward's ratio lies more than 5%" in text   # the verdict on both ratios on its own line, not the backward's tail
     def both(f1, b1):
@@ -598,10 +600,11 @@ def test_printed_sums_add_up_and_the_bound_compares_compute_with_compute():
     # the compute is printed as the stages' printed figures summed (126 + 131 = 257), in every line that names it
     assert ("against it = the bound's step (compute alone: m = 1's compute, 257 ms of its 265 ms step, ÷ bound) ÷ the "
             "measured step") in table and "compute against compute" not in table
-    assert "efficiency above 1.00 at m = 2" in table and "m = 1's step holds 8 ms outside its compute" in table
-    assert "the ideal 2m/(m + 1) is a ratio of compute times (each piece 1/m of m = 1's compute), the speedup a ratio of whole steps" in table
-    # what need not last as long at every m is the messages and waiting, not zero_grad or SGD; the pieces' ratio is printed
-    assert "zero_grad and the SGD update do the same work at every m, the messages and the waiting do not" in table
+    assert "efficiency above 1.00 at m = 2 by the medians" in table and "m = 1's step holds 8 ms outside its compute" in table
+    # a time outside the compute that is the same at every m pulls the whole-step speedup below the compute ratio
+    # ((C1 + O)/(C2 + O) < C1/C2), so it cannot explain an efficiency above 1: the facts are given, not as its cause
+    assert "measured beside it, not offered as its cause" in table
+    assert "the speedup a ratio of whole steps, and" not in table and "do the same work at every m" not in table
     assert "the pieces took ×0.93 m = 1's compute time at m = 2" in table   # (0.040 + 0.075 + 0.043 + 0.083) / 0.2579
     naive["message_s"], naive["message_bytes"] = [0.00127, 0.0016], 4096 * 1024
     assert "m = 1's two 4096 KiB messages go one after the other, 2.5 ms at their fastest alone)" in P.gpipe_table([naive, m2])
@@ -652,14 +655,15 @@ def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot
     text = P.gap_lines([naive, row(4, 0.251, 0.1, 0.1, msg=0.001)])
     assert "together +20.0 to +26.0 ms, against the gap's +1 ms; the gap less them: -25.0 to -19.0 ms" in text
     assert text.splitlines()[-1] == ("the estimates together overshoot the gap at m = 4 (by 19.0 to 25.0 ms; the outside "
-                                     "term is m = 1's, where, as at every m, stage 1's SGD update runs while stage 0 still "
-                                     "has its last backward to run)")
+                                     "term is m = 1's; one unmeasured candidate: at every m stage 1's SGD update may run while "
+                                     "stage 0 still has its last backward to run, and no event times it)")
     # m = 8: bound's step 225 ms, a +5 ms gap, messages +1.0 to +8.0: overshot with the outside term (+19.0 to +26.0),
     # spanned by the pieces and the messages alone
     text = P.gap_lines([naive, row(4, 0.251, 0.1, 0.1, msg=0.001), row(8, 0.230, 0.1, 0.1, msg=0.0005)])
     assert text.splitlines()[-1] == (
-        "the estimates together overshoot the gap at m = 4, 8 (by 14.0 to 25.0 ms; the outside term is m = 1's, where, "
-        "as at every m, stage 1's SGD update runs while stage 0 still has its last backward to run); at m = 8 the "
+        "the estimates together overshoot the gap at m = 4, 8 (by 14.0 to 25.0 ms; the outside term is m = 1's; one "
+        "unmeasured candidate: at every m stage 1's SGD update may run while stage 0 still has its last backward to "
+        "run, and no event times it); at m = 8 the "
         "pieces and the "
         "messages alone span the gap: by these estimates, the step's parts outside its compute added less there "
         "than m = 1's +18.0 ms")
@@ -711,6 +715,12 @@ def test_piece_costs_are_timed_where_rank_0_computes(monkeypatch):
     monkeypatch.setattr(ranks, "choose_backend", lambda n, backend=None: seen.append(n) or real(n, backend))
     costs = instruments.stage_cost(width=16, depth=2, batch=64, ms=(1, 2), repeats=1)
     assert seen == [2] and costs[0]["where"] == ("on the CPU with one thread" if real(2) == "gloo" else "on cuda:0")
-    assert P.piece_cost_lines(costs).startswith(f"stage 0 alone, {costs[0]['where']}:")
+    assert P.piece_cost_lines(costs).startswith(f"stage 0 alone, {costs[0]['where']}, 1 rounds:")   # rounds from the run
+    # the m's are timed in rotated rounds, as the steps are: m = 1 is not always first (a position effect on the baseline)
+    orders = []
+    real_rot = instruments.rotated_rounds
+    monkeypatch.setattr(instruments, "rotated_rounds", lambda items, n: orders.append(real_rot(items, n)) or orders[-1])
+    instruments.stage_cost(width=16, depth=2, batch=64, ms=(1, 2), repeats=2, device="cpu")
+    assert orders == [[[1, 2], [2, 1], [1, 2]]]
     cpu = instruments.stage_cost(width=16, depth=2, batch=64, ms=(1, 2), repeats=1, device="cpu")
     assert cpu[0]["where"] == "on the CPU with one thread"

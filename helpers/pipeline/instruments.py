@@ -176,7 +176,7 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
     timed where the pipelined steps ran; on the CPU with one thread, as each rank runs, and on a GPU
     with a ``torch.cuda.synchronize`` before each clock reading, so the kernels are timed, not their
     launch. A pipeline only helps if cutting the batch costs little. ``cost_vs_m1``: the median
-    time over ``repeats`` rounds against the first m's median; ``cost_range``: the fastest and
+    time over ``repeats`` rounds (each taking every m, in an order rotated from round to round) against the first m's median; ``cost_range``: the fastest and
     slowest round on the same scale (the spread to read the median against), ``cost_rounds`` every round on it; ``ratio_range``: the
     ratio's range when m = 1's own rounds are taken at their fastest and slowest too.
     """
@@ -191,8 +191,8 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
         _check_split(batch, m)
     times: dict[int, list[float]] = {m: [] for m in ms}
     with torch_threads(1):
-        for r in range(repeats + 1):  # round 0 warms up; each round takes every m in turn
-            for m in ms:
+        for r, order in enumerate(rotated_rounds(ms, repeats)):  # round 0 warms up; every round takes every m, rotated
+            for m in order:
                 sync(device)
                 t0 = time.perf_counter()
                 for xi in x.chunk(m):
