@@ -79,7 +79,7 @@ def test_two_torchrun_nodes_meet_on_loopback_and_each_rank_uses_its_local_rank(t
     out = ddp.run_torchrun(1, script_args=("--epochs", "1", "--checkpoint", str(tmp_path / "ck.pt")), nnodes=2,
                            timeout=120, local_addrs=addrs)
     assert "rank 0: node 0, local rank 0" in out and "rank 1: node 1, local rank 0" in out
-    node0 = [a for a, part in zip(addrs, out.split("--- node ")[1:]) if "(rank 0 speaking)" in part]
+    node0 = [a for a, part in zip(addrs, out.split("--- agent ")[1:]) if "(rank 0 speaking)" in part]
     assert len(node0) == 1 and f"MASTER_ADDR={node0[0]} (rank 0 speaking)" in out  # node 0's --local-addr
     assert "each rank's own weights equal rank 0's checkpoint: [True, True]" in out
     assert "validation accuracy of that checkpoint, reloaded on every rank" in out

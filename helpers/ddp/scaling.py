@@ -31,7 +31,7 @@ def scaling_worker(rank: int, world_size: int, batches: list[int], repeats: int,
     """Step times of 1 process and of ``world_size`` processes at each global batch, ``repeats`` times (03).
 
     Both are measured in the same launch, in turn: "1 process" is rank 0 training alone on the
-    whole batch (DDP over a group of one: no other rank to all-reduce with) while the other ranks wait at a
+    whole batch (DDP over a group of one: its reducer still all-reduces, within that group) while the other ranks wait at a
     barrier; then every rank trains on its share. Each repeat measures every batch once, taking
     turns (1 first, then N first), so a burst of outside load hits both sides alike. Both timed
     models are plain DDP: the bytes all-reduced per step are counted on a third, untimed model

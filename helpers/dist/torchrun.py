@@ -59,7 +59,7 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
     rendezvous on 127.0.0.1, whose store this process hosts on a port the system picks and holds until
     the agents are gone. Each agent runs in a process group of its own; all of
     them are killed if the run outlives ``timeout`` seconds, fails on one node, is interrupted
-    (Jupyter's Stop), or if this kernel dies (a watchdog). Returns the nodes' outputs, node by node.
+    (Jupyter's Stop), or if this kernel dies (a watchdog). Returns the agents' outputs, agent by agent (agent k: the k-th started, not node rank k).
     ``local_addrs``: agent k gets ``--local-addr=local_addrs[k]`` (the address it gives as its node's).
     """
 
@@ -100,7 +100,7 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
         out.seek(0)
         texts.append(out.read())
         out.close()
-    text = texts[0] if nnodes == 1 else "\n".join(f"--- node {i} ---\n{t}" for i, t in enumerate(texts))
+    text = texts[0] if nnodes == 1 else "\n".join(f"--- agent {i} ---\n{t}" for i, t in enumerate(texts))
     if time.monotonic() > deadline:
         raise TimeoutError(f"torchrun did not finish within {timeout:g} s and was killed with all its workers; "
                            f"the last of what it printed:\n{text[-3000:]}")
