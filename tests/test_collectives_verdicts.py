@@ -398,3 +398,19 @@ def test_the_verdict_counts_its_comparisons_and_says_rounds_are_not_independent(
     assert "with 5 comparisons, one chance direction among them has probability up to 5 × 0.016 = 0.08" in text
     assert "not independent" in text
     assert "p = 2 · 0.5^6 = 0.031" in ddp_verdict(_scratch(1.6, 1.30, 1.10, rounds=6))
+
+
+def test_no_size_within_the_parts_margin_is_said_as_no_size_qualified():
+    text = "\n".join(ring_prediction_lines(_parts_sweep(1.0, 3.0)))
+    assert "No size qualified for splitting the excess between steps and additions" in text
+    assert "No size qualified" not in "\n".join(ring_prediction_lines(_parts_sweep(3.0, 1.0)))
+
+
+def test_a_ring_below_its_parts_is_said_once_not_twice():
+    sweep = _parts_sweep(1.0, 3.0)
+    last = sweep["sizes"][-1]
+    last["ring_s"] = 0.7 * last["ring_parts_s"]
+    text = "\n".join(ring_prediction_lines(sweep))
+    assert "took no more than its parts timed alone (×0.70)" in text
+    assert text.count("(×0.70)") == 1   # said once, in the no-bound sentence
+    assert "the ring took less than its measured parts add up to" not in text

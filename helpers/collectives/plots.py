@@ -199,6 +199,9 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
         said.append(f"{'At each of them' if same(rest) else 'At ' + names(rest)} it also takes more than its own parts "
                     f"timed alone add up to ({ratio(rest, 'ring_parts_s')}): a cost this run does not identify")
     said += [x for r in near for x in explained(r)]
+    if parts and above and not near:
+        said.append(f"No size qualified for splitting the excess between steps and additions: none slower than "
+                    f"predicted is within ±{margin:.0%} of its measured parts")
     if below:
         said.append(f"It is faster at {names(below)}")
     lines = ["in short:"] + [f"  {x}." for x in said] + table
@@ -209,8 +212,10 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
                          + ", ".join(f"×{r['step_s'] / r['step_model_s']:.2f} at {_size(r['bytes'])}" for r in miss)
                          + " (measured/line); a least-squares line on relative error weighs every size alike, so one "
                          "odd time pulls it at all sizes")
+    unbound = []   # sizes the no-bound line names: not named again below
     if above and rest and any(r["ring_s"] <= r["ring_parts_s"] for r in rows):   # rest: only with parts
         lines.append(_no_fixed_cost_bound(rows))
+        unbound = [r for r in rows if r["ring_s"] <= r["ring_parts_s"]]
     elif above:
         if parts:
             extra = {r["bytes"]: r["ring_s"] - r["ring_parts_s"] for r in rows}
@@ -230,7 +235,7 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
         lines.append(f"faster than predicted at {names(below)}: there the ring took less than the lines "
                      "fitted to its parts timed alone add up to")
     if parts:
-        under = [r for r in rows if r["ring_s"] < (1 - margin) * r["ring_parts_s"]]
+        under = [r for r in rows if r["ring_s"] < (1 - margin) * r["ring_parts_s"] and r not in unbound]
         if under:
             lines.append(f"the ring took less than its measured parts add up to at {names(under)}: "
                          + ", ".join(f"×{r['ring_s'] / r['ring_parts_s']:.2f} at {_size(r['bytes'])}" for r in under)
