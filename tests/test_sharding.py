@@ -484,3 +484,21 @@ def test_misses_within_the_spread_are_neither_under_nor_over():
     said = misses_said(rows)
     assert "zero1 N=2 -0.1%" in said and "ddp N=2 +6.0%" in said
     assert "1 of 3 under" in said and "1 over" in said and "1 within it" in said
+
+
+def test_worst_miss_is_picked_beyond_the_spread_and_noise_said_only_of_rows_within():
+    from helpers.sharding import under_said, within_said, worst_miss
+    rows = [{"strategy": "ddp", "world_size": 2, "step_s": 0.1, "predicted_step_s": 0.094, "step_spread_s": 0.002},
+            {"strategy": "fsdp2", "world_size": 2, "step_s": 0.1, "predicted_step_s": 0.077, "step_spread_s": 0.026},
+            {"strategy": "tp", "world_size": 2, "step_s": 0.1, "predicted_step_s": 0.085, "step_spread_s": 0.003}]
+    e, w = worst_miss(rows)
+    assert w["strategy"] == "tp" and abs(e + 0.15) < 1e-9          # not fsdp2, whose larger miss is inside its spread
+    said = within_said(rows)
+    assert "fsdp2 N=2" in said and "ddp" not in said and "tp" not in said and "timing noise" in said
+    assert "every miss beyond its spread in this run is under (2 of 3)" in under_said(rows, 2)
+    assert "2 cores" in under_said(rows, 2) and "own cost" in under_said(rows, 2)
+    over = rows + [{"strategy": "zero1", "world_size": 2, "step_s": 0.1, "predicted_step_s": 0.11, "step_spread_s": 0.002}]
+    assert under_said(over, 2) == ""
+    inside = [dict(r, step_spread_s=0.5) for r in rows]
+    assert worst_miss(inside)[1]["strategy"] == "fsdp2" and under_said(inside, 2) == ""
+    assert within_said(rows[:1]) == ""

@@ -8,7 +8,8 @@ from matplotlib.figure import Figure
 
 from ..core.plots import finish
 
-__all__ = ["plot_memory", "plot_step_times", "beyond_spread", "noise_said", "parts_how", "misses_said", "OVERLAP_SAID"]
+__all__ = ["plot_memory", "plot_step_times", "beyond_spread", "noise_said", "parts_how", "misses_said", "worst_miss", "within_said", "under_said",
+           "OVERLAP_SAID"]
 
 OVERLAP_SAID = ("overlap of communication with compute, which the sum leaves out, would, other things equal, make it"
                 " predict too much, not too little")   # 09's step-time prediction: a sum of parts, no overlap
@@ -122,3 +123,34 @@ def misses_said(timed: list[dict]) -> str:
             + ", ".join(f"{r['strategy']} N={r['world_size']} {m / r['step_s']:+.1%}" for m, r in off)
             + f": {under} of {len(off)} under the measured step by more than its spread over its repeats, {over} over,"
             f" {len(off) - under - over} within it")
+
+
+def _beyond(r: dict) -> bool:
+    return abs(r["predicted_step_s"] - r["step_s"]) > r["step_spread_s"]
+
+
+def worst_miss(timed: list[dict]) -> tuple[float, dict]:
+    """The largest relative miss among rows missed by more than the step's spread, or among all rows if none is (09)."""
+    pool = [r for r in timed if _beyond(r)] or timed
+    return max(((r["predicted_step_s"] / r["step_s"] - 1, r) for r in pool), key=lambda t: abs(t[0]))
+
+
+def within_said(timed: list[dict]) -> str:
+    """The rows whose miss is no larger than the step's spread, said as not told from noise; "" if none (09)."""
+    rows = [r for r in timed if not _beyond(r)]
+    names = ", ".join(f"{r['strategy']} N={r['world_size']}" for r in rows)
+    return (f"within the step's spread over its repeats: {names};"
+            f" for {'these' if len(rows) > 1 else 'this one'} this run cannot separate the model's error from timing noise"
+            if rows else "")
+
+
+def under_said(timed: list[dict], cores: int) -> str:
+    """When every miss beyond its spread is under, says so and names the unmeasured candidates that push that way;
+    "" otherwise (09)."""
+    out = [r for r in timed if _beyond(r)]
+    if not out or any(r["predicted_step_s"] > r["step_s"] for r in out):
+        return ""
+    return (f"every miss beyond its spread in this run is under ({len(out)} of {len(timed)}): leaving out overlap would,"
+            f" other things equal, predict too much, so something else outweighs it here; candidates, none measured"
+            f" apart: each wrapper's own cost carried over from one process, gloo's threads sharing {cores} cores with"
+            f" the ranks, collectives timed alone")
