@@ -93,6 +93,8 @@ def test_copied_bytes_read_from_storages():
 
 def test_batchnorm_makes_the_chunks_differ():
     assert D.batchnorm_gradient_gap() > 100 * I.GRAD_TOLERANCE
+    gap, scale = D.batchnorm_gradient_gap(with_scale=True)  # the printed scale: the largest single-device entry
+    assert gap == D.batchnorm_gradient_gap() and 0 < gap < scale
 
 
 def test_tf32_is_off_for_the_comparison_and_restored(monkeypatch):
@@ -245,12 +247,14 @@ def test_section4_sentences_say_what_the_numbers_say():
     row = {"batch_per_thread": 128, "speedup": 1.39, "one_thread": 15287.0, "two_threads": 21268.0}
     s = D.probe_vs_cut_sentence([row], [1.88, 1.67, 1.885], rows=128, single=[12947.0, 12536.0, 13950.0],
                                 cut=[23616.0, 22000.0, 24000.0])
-    assert "one thread 15,287 in the probe, 12,947 in section 4 (1.18×)" in s
-    assert "two threads 23,616 on the cut batch, 21,268 in the probe (1.11×)" in s
-    assert "1.18 × 1.11 = 1.31×" in s and "(1.82× / 1.39×)" in s
+    assert "one thread 15,287 in the probe, 12,947 in section 4 (1.181×)" in s
+    assert "two threads 23,616 on the cut batch, 21,268 in the probe (1.110×)" in s
+    assert "1.181 × 1.110 = 1.311×" in s and "(cut batch 1.82× / probe 1.39×, not the medians" in s
     # seventh read: samples/s of different work are compared, not speeds of the same work
     assert ("section 4's one thread reached fewer samples/s than the probe's, and the cut batch's two threads reached "
-            "more samples/s than the probe's, on different work (section 4's one thread: 256 rows a step;") in s
+            "more samples/s than the probe's, on different work (section 4's one thread: 256 rows, an SGD step, .grad set to "
+            "None every step; the probe's: 128 rows, no SGD step, .grad never zeroed") in s
+    assert s.count("section 4") == 3  # the clauses paired: section 4's one thread, then the probe's
     assert "ran faster" not in s and "ran slower" not in s and ".grad never zeroed" in s and "an SGD step" in s
     flipped = D.probe_vs_cut_sentence([row], [1.4], rows=128, single=[17000.0], cut=[19000.0])
     assert "section 4's one thread reached more samples/s" in flipped and "two threads reached fewer samples/s" in flipped

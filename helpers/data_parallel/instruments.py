@@ -264,11 +264,12 @@ def run_four_steps(batch: int = 256, seed: int = 0, device_ids: list[int] | None
     return res
 
 
-def batchnorm_gradient_gap(batch: int = 64, n: int = 2, seed: int = 0) -> float:
+def batchnorm_gradient_gap(batch: int = 64, n: int = 2, seed: int = 0, with_scale: bool = False) -> float | tuple[float, float]:
     """Largest gradient difference between the four steps and one device when the model has BatchNorm (02).
 
     Each replica normalises its own chunk with that chunk's mean and variance, so the model
-    computes a different function than on the whole batch.
+    computes a different function than on the whole batch. ``with_scale``: return
+    ``(difference, largest |single-device gradient entry|)`` to give the difference its scale.
     """
     x, y = digits_batch(batch)
     x = x.flatten(1)
@@ -277,4 +278,5 @@ def batchnorm_gradient_gap(batch: int = 64, n: int = 2, seed: int = 0) -> float:
     reference = copy.deepcopy(model)
     nn.functional.cross_entropy(reference(x), y).backward()
     four_steps_cpu(model, x, y, n=n)
-    return max_abs_diff((p.grad for p in model.parameters()), (p.grad for p in reference.parameters()))
+    gap = max_abs_diff((p.grad for p in model.parameters()), (p.grad for p in reference.parameters()))
+    return (gap, max(p.grad.abs().max().item() for p in reference.parameters())) if with_scale else gap

@@ -30,8 +30,8 @@ EXERCISES = [
              hint="Each replica's backward left its share of the gradient in its own parameters' .grad; the model "
                   "needs the whole, added to what its .grad already holds (autograd accumulates). Walk the model's "
                   "parameters and the replicas' parameters side by side, and mind .grad tensors that are None.",
-             why="That sum is the backward of replicate: autograd does it on the output device every step, which "
-                 "is one more reason GPU 0 works harder than the others."),
+             why="That sum is the backward of replicate: autograd does it every step on `device_ids[0]` (the "
+                 "output device by default)."),
 ]
 
 

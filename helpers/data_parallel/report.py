@@ -176,12 +176,13 @@ def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int, singl
              f"the cut batch's two threads reached {'more' if both > 1 else 'fewer'} samples/s than the probe's"
              if abs(both - 1) > margin else ""]
     parts = [p for p in parts if p]
-    work = (f", on different work (section 4's one thread: {2 * rows} rows a step; section 4: an SGD step and .grad set "
-            "to None every step; the probe: no SGD step, and .grad never zeroed, so each backward adds into the last)")
+    work = (f", on different work (section 4's one thread: {2 * rows} rows, an SGD step, .grad set to None every step; "
+            f"the probe's: {rows} rows, no SGD step, .grad never zeroed, so each backward adds into the last)")
     return (s + f". From the medians of samples/s (the two ran at different moments): one thread {row['one_thread']:,.0f} "
-            f"in the probe, {one:,.0f} in section 4 ({base:.2f}×); two threads {two:,.0f} on the cut batch, "
-            f"{row['two_threads']:,.0f} in the probe ({both:.2f}×); {base:.2f} × {both:.2f} = {base * both:.2f}×, the "
-            f"ratio of the two gains as ratios of medians ({two / one:.2f}× / {row['two_threads'] / row['one_thread']:.2f}×). "
+            f"in the probe, {one:,.0f} in section 4 ({base:.3f}×); two threads {two:,.0f} on the cut batch, "
+            f"{row['two_threads']:,.0f} in the probe ({both:.3f}×); {base:.3f} × {both:.3f} = {base * both:.3f}×, the "
+            f"ratio of the two gains taken as ratios of medians instead (cut batch {two / one:.2f}× / probe "
+            f"{row['two_threads'] / row['one_thread']:.2f}×, not the medians of per-round ratios above). "
             + (f"Both ratios are within {margin:.0%} of 1×" if not parts else
                f"More than {margin:.0%} from 1×: " + (", and ".join(parts)) + work))
 
