@@ -339,24 +339,21 @@ def _bn_with_params_all_frozen(model, head):       # eval only for a BatchNorm t
     return model
 
 
-def _head_children(model, head):                   # membership by head.children(): a head BatchNorm one level
-    from torch import nn                           # deeper is put in evaluation mode
+def _eval_batchnorm_outside(model, head, inside):  # every BatchNorm not in ``inside`` to evaluation mode
+    from torch import nn
     _old_recipe(model, head)
-    inside = set(model.get_submodule(head).children())
     for m in model.modules():
         if isinstance(m, nn.modules.batchnorm._BatchNorm) and m not in inside:
             m.eval()
     return model
+
+
+def _head_children(model, head):                   # membership by head.children(): a head BatchNorm one level
+    return _eval_batchnorm_outside(model, head, set(model.get_submodule(head).children()))  # deeper goes to eval
 
 
 def _head_modules(model, head):                    # the same by head.modules(): right
-    from torch import nn
-    _old_recipe(model, head)
-    inside = set(model.get_submodule(head).modules())
-    for m in model.modules():
-        if isinstance(m, nn.modules.batchnorm._BatchNorm) and m not in inside:
-            m.eval()
-    return model
+    return _eval_batchnorm_outside(model, head, set(model.get_submodule(head).modules()))
 
 
 def test_parameterless_backbone_batchnorm_and_a_nested_head_batchnorm_are_judged():
