@@ -221,11 +221,17 @@ def test_find_largest_batch_exact_with_tolerance_one():
     assert M.find_largest_batch(step, start=4096, tolerance=1).batch_size == 1562
 
 
-def test_find_largest_batch_from_a_start_that_is_no_power_of_two():
+def test_find_largest_batch_from_a_start_that_is_no_power_of_two(monkeypatch):
+    # each failed size is followed by one gc.collect (counted, not run: a full collection of the test
+    # process per failure made this test 36 s long)
+    from helpers.memory import recipe
+    collects = []
+    monkeypatch.setattr(recipe, "gc", type("GC", (), {"collect": staticmethod(lambda: collects.append(1))}))
     # 4097 fails, 2048 fits: the limit lies below 4097, not below 2 × 2048 = 4096, so 4096 must be tried
     # (bisecting between 2048 and 4096 stopped at 4095, below the true limit)
     res = M.find_largest_batch(_limit_step(4096), start=4097, tolerance=1)
     assert res.batch_size == 4096 and (4096, True) in res.tried and (4097, False) in res.tried
+    assert len(collects) == sum(not ok for _, ok in res.tried) >= 1
     for limit in (1, 2, 3, 5, 100, 1000, 2047, 3000, 5000):  # every limit below the start, from odd starts
         for start in (limit + 1, 2 * limit + 1, 3 * limit + 2):
             got = M.find_largest_batch(_limit_step(limit), start=start, tolerance=1).batch_size

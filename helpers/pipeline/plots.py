@@ -51,7 +51,7 @@ def plot_speedup(rows: list[dict], library_rows: list[dict] | None = None, label
     ms = [r["microbatches"] for r in rows]
     fine = [1 + k / 10 for k in range(0, 10 * (max(ms) - 1) + 1)]
     ax.plot(fine, [ideal_speedup(m) for m in fine], "k:",
-            label="ideal 2m/(m+1): a ratio of compute times, pieces 1/m of it (a ratio of whole steps can exceed it)")
+            label="ideal 2m/(m+1): equal stages, each piece 1/m of m = 1's work, nothing else in the step")
     ax.plot(ms, [r["speedup"] for r in rows], "o-", label="hand-written GPipe (over its own m = 1)")
     for name in sorted({r["schedule"] for r in library_rows or []}):
         rs = [r for r in library_rows if r["schedule"] == name and "speedup" in r]
