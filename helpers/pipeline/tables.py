@@ -175,13 +175,17 @@ def _largest_gap_line(gp: dict, hand_by_m: dict, both: list[int], lib: list[dict
     of it: the rounds' verdict, the library's 1F1B at that m, and that the library's steps are timed whole (01)."""
     m = max(both, key=lambda k: abs(gp[k]["efficiency"] - hand_by_m[k]["efficiency"]))
     lib_r, hw = gp[m], hand_by_m[m]
-    v, _ = rounds_side(lib_r["step_rounds"], hw["step_rounds"])
+    v, why = rounds_side(lib_r["step_rounds"], hw["step_rounds"])
     one = next((r for r in lib if r["schedule"] == "1f1b" and r["microbatches"] == m), None)
     line = (f"largest difference in efficiency: m = {m}, library GPipe {1e3 * lib_r['step_s']:.0f} ms "
             f"({lib_r['efficiency']:.0%}) against hand-written {1e3 * hw['step_s']:.0f} ms ({hw['efficiency']:.0%})"
             + (f"; the library's 1F1B took {1e3 * one['step_s']:.0f} ms at that m" if one else ""))
+    line += f"\n  (each efficiency is over its own m = 1; the rounds compare the two m = {m} steps)"
     if v == "unclear":
         return line + ": the rounds do not set the two steps apart"
+    if v.startswith("mostly"):
+        return line + (f": the library {v} by the pairs of rounds ({why}: a weak call), not set apart; this run, which "
+                       "times the library's steps only whole, leaves the cause unexplained")
     return line + (": the rounds set the two steps apart, and this run, which times the library's steps only whole, "
                    "leaves the cause unexplained")
 
