@@ -37,11 +37,13 @@ def gpipe_table(rows: list[dict]) -> str:
                  + "; bubble (model) = (p − 1)/(m + p − 1), each stage's idle share in GPipe's model")
     over = [r["microbatches"] for r in rows[1:] if round(r["efficiency"], 2) > 1]
     if over:
-        line = (f"efficiency above 1.00 at m = {', '.join(map(str, over))} by the medians (whether the rounds set it "
-                "apart is printed against the bound); measured beside it, not offered as its cause")
+        line = (f"efficiency above 1.00 at m = {', '.join(map(str, over))} by the medians (an m above the tighter bound "
+                "with these stages' costs, if any, is judged by its rounds in section 3's last line); measured beside it, "
+                "not offered as its cause")
         if staged:
             base = rows[0]
-            line += f": m = 1's step holds {round(1e3 * base['step_s']) - compute_ms(base)} ms outside its compute"
+            line += (f": m = 1's median step exceeds the sum of its compute's four medians by "
+                     f"{round(1e3 * base['step_s']) - compute_ms(base)} ms (a difference of medians, not one round's time)")
             if "message_s" in base:
                 out_ms, msg_ms = round(1e3 * base["step_s"]) - compute_ms(base), round(2e3 * min(base["message_s"]), 1)
                 line += (f" (m = 1's two {base['message_bytes'] // 1024} KiB messages go one after the other, "
