@@ -2,6 +2,7 @@
 
 - :func:`end_processes` ends processes politely, then for certain (SIGTERM, a grace period, SIGKILL),
   and cannot be cut short by a second press of Jupyter's Stop.
+- :func:`free_port` gives a port for a server the course starts (TensorBoard, Ray's head node).
 - :func:`session_processes` finds this user's processes whose command line names a marker (a
   temporary folder of ours, say): how the course finds Ray's agents or a torchrun agent's workers.
 - :func:`watch_parent` starts a small watchdog that ends those processes if the notebook's kernel
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -78,6 +80,13 @@ def end_processes(procs: Iterable[psutil.Process], grace: float = 3.0) -> list[i
     if interrupted:
         raise KeyboardInterrupt
     return [p.pid for p in procs]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now, for a server the course starts (04, 05)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def kill_group(pgid: int) -> None:

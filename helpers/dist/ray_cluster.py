@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..core.files import private_folder
-from ..core.procs import end_processes, session_processes, watch_parent
+from ..core.procs import end_processes, free_port, session_processes, watch_parent
 from .ray_auth import reread_ray_config, token_auth_refusal, use_token
 
 _WATCHDOG = None  # the process that cleans up Ray if this kernel dies first
@@ -208,7 +208,7 @@ def _start_ray(cpus: int, nodes: int, log_level: int, log_to_driver: bool) -> No
                 ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=log_to_driver, logging_level=log_level,
                          _temp_dir=str(temp), configure_logging=True, runtime_env=workers)
             return
-        port = _free_port()
+        port = free_port()
         share = [cpus // nodes + (i < cpus % nodes) for i in range(nodes)]
         common = ["--node-ip-address=127.0.0.1", "--disable-usage-stats", f"--temp-dir={temp}"]
         _ray_cli("start", "--head", f"--port={port}", f"--num-cpus={share[0]}", "--include-dashboard=false", *common,
@@ -257,10 +257,3 @@ def shutdown_ray(grace: float = 3.0) -> list[int]:
         _WATCHDOG = None
     return ended
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import sys
 import time
 import urllib.request
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import private_folder
+from ..core.procs import free_port  # importable from here too, as before (05)
 
 __all__ = ["tensorboard_binary", "free_port", "board_port", "running_tensorboards", "check_tensorboard",
            "stop_tensorboards", "stop_own_tensorboards"]
@@ -75,13 +75,6 @@ def tensorboard_binary() -> str:
     if target:
         os.environ["TENSORBOARD_BINARY"] = target
     return os.environ.get("TENSORBOARD_BINARY", "tensorboard")
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now (05)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def board_port(logdir: str | Path) -> int:
