@@ -357,6 +357,9 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     assert "the stages computed 900 ms of its 1000 ms step; the bound pipelines that compute only, so the other 100 ms (the median step less" in text
     assert "more than those" not in text   # 100 ms outside the compute holds its two 10 ms messages
     tight = dict(naive, step_s=0.905)      # 5 ms outside the compute, less than the two messages' 20 ms: said so
+    neg = P.gap_lines([tight, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])   # 5 − 20 ms: no duration
+    assert "the step's parts outside its compute: not estimated, counted +0.0 (m = 1's other 5 ms less its two " \
+        "messages' 20.0 ms is -15.0, below zero: medians taken apart)" in neg and "outside term is" not in neg
     assert "its two messages alone took 20.0 ms at their fastest, more than those 5 ms" in \
         P.gap_lines([tight, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
     assert "stage 0: F ×2.00, B ×2.00" in text and "all four together ×2.00" in text and "gap to the latter +438 ms" in text
@@ -567,7 +570,8 @@ def test_the_backward_count_is_printed_beside_the_measured_ratio():
     assert P.forward_products(st) == [4, 4]
     text = P.stage_cost_lines([row(1, 0.070, 0.080), row(2, 0.04, 0.04)], products=[7, 8], forward=[4, 4])
     assert "forward at m = 1: stage 1 took ×1.12 stage 0's time" in text   # F 0.045 s against 0.04 s
-    assert "the forward's ratio lies more than 5% from its count: this run does not confirm that the times follow the count" in text
+    assert ("the forward's ratio lies more than 5% from its count (forward +12.5%, backward +0.0%): this run does not "
+            "confirm that the times follow the count") in text
     # the forward's count leaves out stage 1's head and loss: a ratio above it is partly expected, and said so
     assert "the forward's count leaves out stage 1's head and loss, so a forward ratio above its count is partly expected" in text
     assert "here the times follow" not in text
@@ -576,7 +580,8 @@ def test_the_backward_count_is_printed_beside_the_measured_ratio():
         r = row(1, 0.070, b1)
         r["compute_rounds"][1][0]["F"] = f1
         return P.stage_cost_lines([r, row(2, 0.04, 0.04)], products=[7, 8], forward=[4, 4])
-    assert "both ratios lie within 5% of their counts: here the times follow the count" in both(0.041, 0.080)
+    assert ("both ratios lie within 5% of their counts (forward +2.5%, backward +0.0%, of the unrounded ratios): here the "
+            "times follow the count") in both(0.041, 0.080)
     assert "the forward's and the backward's ratios lie more than 5%" in both(0.045, 0.090)
     assert "matrix products" not in P.stage_cost_lines([row(1, 0.077, 0.080), row(2, 0.04, 0.04)])
     ev = [(0, "B", 0, 0.0, 0.1), (0, "B", 1, 0.25, 0.35), (1, "B", 0, 0.0, 0.15), (1, "B", 1, 0.2, 0.35)]

@@ -187,16 +187,18 @@ def stage_cost_lines(rows: list[dict], products: list[int] | None = None, forwar
             lines.append(f"{kind} at m = 1: stage 1 took ×{measured:.2f} stage 0's time (measured); it runs {n[1]} matrix "
                          f"products of the same size against stage 0's {n[0]}{extra}, ×{n[1] / n[0]:.2f} the work in them")
         off = [f"{k}'s" for k, t, n in pairs if abs(t / (n[1] / n[0]) - 1) > COUNT_TOLERANCE]
+        dev = ", ".join(f"{k} {t / (n[1] / n[0]) - 1:+.1%}" for k, t, n in pairs)   # unrounded: the verdict's figures
         if not forward:
             lines[-1] += ": the count is work, not time; the forward's ratio is not given, so no verdict"
         elif off:   # the verdict on both ratios gets its own line, not the backward's tail
             lines.append(f"the {' and the '.join(off)} ratio{'s lie' if len(off) > 1 else ' lies'} more than "
-                         f"{COUNT_TOLERANCE:.0%} from {'their counts' if len(off) > 1 else 'its count'}: this run does "
+                         f"{COUNT_TOLERANCE:.0%} from {'their counts' if len(off) > 1 else 'its count'} ({dev}): this run does "
                          "not confirm that the times follow the count"
                          + ("; the forward's count leaves out stage 1's head and loss, so a forward ratio above its count "
                             "is partly expected" if "forward's" in off else ""))
         else:
-            lines.append(f"both ratios lie within {COUNT_TOLERANCE:.0%} of their counts: here the times follow the count")
+            lines.append(f"both ratios lie within {COUNT_TOLERANCE:.0%} of their counts ({dev}, of the unrounded ratios): "
+                         "here the times follow the count")
     lines.append(f"best speedup of this compute ({sum(ms[0]) + sum(ms[1])} ms at m = 1) with these costs in GPipe's order "
                  "(per phase: the slower stage's work + one micro-batch of the other's), beside the equal-cost ideal:\n  "
                  + ", ".join(f"m = {r['microbatches']}: {stage_bound(rows[0], r['microbatches']):.2f}× "

@@ -35,7 +35,8 @@ def gap_lines(rows: list[dict]) -> str:
     step1, c1_ms = round(1e3 * base["step_s"]), compute_ms(base)
     msg1 = 2 * min(base["message_s"]) if "message_s" in base else None
     msg1_ms = round(1e3 * msg1, 1) if msg1 is not None else 0.0
-    outside_ms = max(0.0, step1 - c1_ms - msg1_ms)   # of the printed figures: step1 − c1_ms is printed below
+    raw_ms = round(step1 - c1_ms - msg1_ms, 1)   # of the printed figures: step1 − c1_ms is printed below
+    outside_ms = max(0.0, raw_ms)   # below zero it is no duration: the medians, taken apart, do not resolve it
     lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
              f"m = 1: the stages computed {c1_ms} ms of its {step1} ms step; the bound pipelines that compute only, "
              f"so the other {step1 - c1_ms} ms (the median step less the four parts' medians, each taken over the rounds "
@@ -65,7 +66,10 @@ def gap_lines(rows: list[dict]) -> str:
         outside_of = "(those other ms less its two messages)" if msg1 is not None else "(those other ms, messages included)"
         p_ms, o_ms = round(1e3 * pieces, 1), round(outside_ms, 1)   # sums below are of the printed values
         said = (f"        estimates in ms (not shares of the gap): the pieces at ×{k:.2f}: {p_ms:+.1f}; "
-                f"the step's parts outside its compute, if they took m = 1's {outside_of}: {o_ms:+.1f}\n        ")
+                + (f"the step's parts outside its compute, if they took m = 1's {outside_of}: {o_ms:+.1f}\n        "
+                   if raw_ms >= 0 else f"the step's parts outside its compute: not estimated, counted +0.0 (m = 1's other "
+                   f"{step1 - c1_ms} ms" + (f" less its two messages' {msg1_ms:.1f} ms" if msg1 is not None else "")
+                   + f" is {raw_ms:+.1f}, below zero: medians taken apart)\n        "))
         if "message_s" in r:   # each size's fastest round (message_lines)
             one = min(r["message_s"])
             two, all_ = round(2e3 * one, 1), round(2e3 * m * one, 1)
@@ -101,9 +105,10 @@ def _residual_line(residuals: list[tuple[int, float, float, float]]) -> str:
     within = [e for e in residuals if e[1] <= 0 <= e[2]]
     said = []
     if over:
+        outside_said = "the outside term is m = 1's difference of medians, itself an estimate; " if any(e[3] for e in over) else ""
         fit = [e for e in over if e[1] + e[3] <= 0 <= e[2] + e[3]]
         said.append(f"the estimates together overshoot the gap at m = {ms(over)} "
-                    f"({by(min(-e[2] for e in over), max(-e[1] for e in over))}; the outside term is m = 1's difference of medians, itself an estimate; one unmeasured candidate: at "
+                    f"({by(min(-e[2] for e in over), max(-e[1] for e in over))}; {outside_said}one unmeasured candidate: at "
                     "every m stage 1's SGD update may run while stage 0 still has its last backward to run, and no event times it)" + (
                         f"; at m = {ms(fit)} the pieces and the messages alone span the gap: by these estimates, the "
                         f"step's parts outside its compute added less there than m = 1's {fit[0][3]:+.1f} ms" if fit else ""))
