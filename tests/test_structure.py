@@ -73,3 +73,18 @@ def test_no_notebook_asserts_a_speed(path):
             if line.lstrip().startswith("assert") and SPEED.search(line) and re.search(r"[<>]", line):
                 raise AssertionError(f"{path.name} cell {i} asserts a speed: {line.strip()!r}; print it, and put "
                                      "the target in the bench")
+
+
+def test_nbval_sanitizes_the_hardware_label_on_every_cpu():
+    """A compared cell that prints hardware_label passes on any machine: the label's CPU part is sanitized."""
+    import configparser
+    import re
+    from pathlib import Path
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(__file__).with_name("sanitize.cfg"))
+    rule = cfg["hardware_label"]
+    for label in ("cpu (AMD EPYC, 2 cores)", "cpu (Intel(R) Xeon(R) Processor @ 2.50GHz, 2 cores)",
+                  "cpu (Apple M2, 8 cores)", "cpu (Intel(R) Core(TM) i7-8550U CPU @ 1.80GHz, 8 logical cores on 4 physical)"):
+        text = f"bytes held at once ({label}):"
+        assert re.sub(rule["regex"], rule["replace"], text) == "bytes held at once (cpu (<HARDWARE>)):", label
+    assert re.sub(rule["regex"], rule["replace"], "cpu (no cores here)") == "cpu (no cores here)"

@@ -23,7 +23,7 @@ def cpu_model() -> str:
 def physical_cores() -> int:
     """Physical CPU cores (not hyper-threads); ``os.cpu_count()`` when psutil cannot tell (01, 02, 03).
 
-    Colab's two vCPUs are often one core's two hyper-threads: two processes then share one core,
+    Colab's two vCPUs can be one core's two hyper-threads: two processes then share one core,
     and a multi-process speed-up cannot appear.
     """
     try:
