@@ -11,9 +11,9 @@ and what belongs to one notebook:
 - one package per notebook (a *lesson*): ``setup`` (00), ``pipeline`` (01), ``data_parallel``
   (02), ``ddp`` (03), ``tuning`` (04), ``monitor`` (05), ``memory`` (06), ``transfer`` (07),
   ``collectives`` (08), ``sharding`` (09). Each holds its ``lesson`` (exercises and benchmark,
-  which ``checks`` and ``bench`` find by looking) and, from 01 on, its ``recipe`` (the code the
-  lesson teaches, shown in the notebook) and its ``instruments`` (what measures and draws it,
-  the drawing mostly in ``plots``). No lesson imports another.
+  which ``course`` finds by looking, for ``check`` and ``bench``) and, from 01 on, its ``recipe``
+  (the code the lesson teaches, shown in the notebook) and its ``instruments`` (what measures and
+  draws it, the drawing mostly in ``plots``). No lesson imports another.
 - ``bench``: ``python -m helpers.bench NAME|all``; ``publish``: the course's published address.
 
 The names most notebooks need are importable from ``helpers`` directly.
@@ -30,7 +30,8 @@ import sys as _sys  # noqa: E402
 OMP_SET_BEFORE_TORCH = "torch" not in _sys.modules
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from .core.checks import check  # noqa: E402  (after the environment default above)
+from .core.checks import check, find_exercises_with  # noqa: E402  (after the environment default above)
+from .course import load_exercises  # noqa: E402
 from .core.data import digits_batch, load_datasets, make_loaders  # noqa: E402
 from .core.i18n import get_language, set_language  # noqa: E402
 from .core.device import (device_table, get_device, gpu_count, hardware_label, list_devices,  # noqa: E402
@@ -39,6 +40,9 @@ from .core.measure import Timer, max_abs_diff, seed_everything, torch_threads  #
 from .core.models import MLP, DigitsCNN, build_model, count_parameters  # noqa: E402
 from .core.show import show  # noqa: E402
 from .core.train import History, evaluate, train  # noqa: E402
+
+find_exercises_with(load_exercises)  # check() finds a lesson's exercises when asked, one lesson at a time
+del find_exercises_with, load_exercises
 
 __version__ = "0.2.0"
 

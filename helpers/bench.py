@@ -9,27 +9,22 @@ runs, on this machine, and labels its result with the hardware.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
 from pathlib import Path
 from typing import Callable
 
-from .core.checks import lessons
 from .core.device import hardware_label
+from .course import lesson_modules
 
 DEFAULT_LIMIT_S = 90  # every notebook's run-time limit, unless its lesson declares LIMIT_S
-
-
-def _lesson_modules() -> list:
-    return [importlib.import_module(f"helpers.{name}.lesson") for name in lessons()]
 
 
 def benches() -> dict[str, Callable[[], dict]]:
     """Every benchmark of the course by name, as the lessons declare them (``BENCH``) (README)."""
     out: dict[str, Callable[[], dict]] = {}
-    for module in _lesson_modules():
+    for module in lesson_modules():
         out.update(getattr(module, "BENCH", {}))
     return out
 
@@ -56,7 +51,7 @@ def results_table(results: dict, times: dict[str, float]) -> str:
 
     import torch
 
-    by_notebook = {m.NOTEBOOK: m for m in _lesson_modules()}
+    by_notebook = {m.NOTEBOOK: m for m in lesson_modules()}
     lines = [f"Measured by `python -m helpers.bench all` on {hardware_label('cpu')}, "
              f"{'no GPU' if not torch.cuda.is_available() else torch.cuda.get_device_name(0)}, Python "
              f"{platform.python_version()}, torch {torch.__version__.split('+')[0]}, {time.strftime('%Y-%m-%d')}. Run time: "

@@ -5,11 +5,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import subprocess
 import sys
 
 import pytest
 
-from conftest import NOTEBOOKS
+from conftest import NOTEBOOKS, ROOT
 from helpers.core.answers import untouched_skeleton, wrap
 from helpers.core.checks import check, verify
 
@@ -144,3 +145,17 @@ def test_check_prints_the_wrapped_message(capsys):
     out = capsys.readouterr().out.rstrip("\n")
     assert "\n" in out and all(_columns(line) <= 88 for line in out.split("\n"))
     assert " ".join(out.split()) == " ".join(verify("00.batches_of_100", None)[1].split())
+
+
+def test_a_self_check_imports_its_own_lesson_only():
+    """The first check() of notebook 00, in a fresh interpreter, imports notebook 00's lesson and no other: not
+    the sharding lesson (DTensor), not the tuning lesson, nor Ray, its plumbing or matplotlib (it imported all)."""
+    code = "import sys, helpers\nhelpers.check('00.batches_of_100', None)\nprint(*sorted(sys.modules))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    modules = set(run.stdout.splitlines()[-1].split())
+    assert "helpers.setup.lesson" in modules                                  # the check found its exercise
+    others = {m for m in modules if m.startswith("helpers.") and m.split(".")[1] not in ("core", "course", "setup")}
+    assert not others, f"a self-check of 00 imported {sorted(others)}"
+    heavy = {m for m in modules if m.split(".")[0] in ("ray", "matplotlib") or m.startswith("torch.distributed.tensor")}
+    assert not heavy, f"a self-check of 00 imported {sorted(heavy)[:10]}"

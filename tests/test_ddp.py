@@ -85,6 +85,23 @@ def test_two_torchrun_nodes_meet_on_loopback_and_each_rank_uses_its_local_rank(t
     assert "2 processes in all, started by 2 torchrun agent(s)" in out
 
 
+def test_loopback_aliases_are_tried_not_assumed(monkeypatch):
+    import socket as real_socket
+    import sys
+    if sys.platform == "linux":   # Linux answers on all of 127/8
+        assert ddp.loopback_aliases() == ("127.0.0.2", "127.0.0.3")
+    assert ddp.loopback_aliases(("127.0.0.1",)) == ("127.0.0.1",)
+
+    class MacSocket(real_socket.socket):   # macOS by default: only 127.0.0.1 on lo0
+        def bind(self, address):
+            if address[0] != "127.0.0.1":
+                raise OSError(49, "Can't assign requested address")
+            return super().bind(address)
+    from helpers.dist import torchrun
+    monkeypatch.setattr(torchrun.socket, "socket", MacSocket)
+    assert ddp.loopback_aliases() is None and ddp.loopback_aliases(("127.0.0.1",)) == ("127.0.0.1",)
+
+
 def test_run_torchrun_needs_one_local_addr_per_node():
     with pytest.raises(ValueError, match="one address per node"):
         ddp.run_torchrun(1, nnodes=2, local_addrs=("127.0.0.2",))

@@ -199,3 +199,55 @@ def test_stop_in_jupyter_shows_one_short_message_and_leaves_no_rank(tmp_path):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+_IGNORES_SIGTERM = """
+import signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, lambda *a: print("sigterm", flush=True))   # says it, and runs on
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])   # in its process group
+print("ready", flush=True)
+time.sleep(300)
+"""
+
+
+def _gone(p) -> bool:
+    import psutil
+
+    try:
+        return not p.is_running() or p.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.mark.parametrize("stop", [False, True], ids=["grace runs out", "Stop pressed during the grace"])
+def test_end_processes_kills_what_ignores_sigterm_and_its_group(stop_button, stop):
+    """The one routine that ends processes (the launcher's ranks, Ray's agents, TensorBoard): SIGTERM, the grace,
+    then SIGKILL to what is left and to its process group; a second Stop skips the wait, not the killing."""
+    import subprocess
+    import sys
+    from contextlib import nullcontext
+
+    import psutil
+
+    from helpers.core.procs import end_processes
+
+    proc = subprocess.Popen([sys.executable, "-c", _IGNORES_SIGTERM], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        group = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children()]
+        assert len(group) == 2
+        heard = threading.Event()
+        threading.Thread(target=lambda: proc.stdout.readline() == "sigterm\n" and heard.set(), daemon=True).start()
+        presser = _press_when(stop_button, heard.is_set) if stop else None
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt) if stop else nullcontext():
+            assert end_processes(group[:1], grace=30 if stop else 1, groups=[proc.pid]) == [proc.pid]
+        took = time.monotonic() - t0
+        if presser is not None:
+            presser.join(5)
+        assert heard.is_set() and (took < 20 if stop else took >= 1)      # SIGTERM first; Stop skipped the wait
+        _wait_for(lambda: all(map(_gone, group)), 10, "the process and its child gone")
+    finally:
+        proc.kill()
+        proc.wait()

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 import helpers
-from helpers import bench
+from helpers import bench, course
 from helpers.core import checks
 
 PKG = Path(helpers.__file__).parent
 MODULES = sorted(p for p in PKG.rglob("*.py"))
-LESSONS = checks.lessons()
+LESSONS = course.lessons()
 SHARED = {"core", "dist"}
 
 
@@ -68,6 +68,25 @@ def test_the_core_and_the_plumbing_import_no_lesson(path):
         assert "dist" not in _imported_packages(path), f"{path.relative_to(PKG)}: the core does not import dist"
 
 
+def _upward_imports(path: Path) -> list[str]:
+    """The imports in a core module (anywhere in it, functions too) of helpers above the core: the package itself,
+    its top-level modules, or another of its packages."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+        out += [n for n in names if n == "helpers" or (n.startswith("helpers.") and not n.startswith("helpers.core"))]
+        if isinstance(node, ast.ImportFrom) and node.level > 1:
+            out.append("." * node.level + (node.module or ""))
+    return out
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if _package(p) == "core"], ids=lambda p: str(p.relative_to(PKG)))
+def test_the_core_imports_nothing_above_it(path):
+    """No upward arrow: the package's __init__ imports the core, so the core importing it back is a cycle."""
+    assert not _upward_imports(path), f"{path.relative_to(PKG)} imports {_upward_imports(path)}; pass it down instead"
+
+
 @pytest.mark.parametrize("path", [p for p in MODULES if _package(p) in LESSONS], ids=lambda p: str(p.relative_to(PKG)))
 def test_no_lesson_imports_another(path):
     others = _imported_packages(path) & set(LESSONS) - {_package(path)}
@@ -105,13 +124,24 @@ def test_a_new_lesson_is_found_without_editing_a_central_list(tmp_path, monkeypa
             return f"answer {results['fake']['answer']}"
     '''))
     monkeypatch.setattr(helpers, "__path__", [*helpers.__path__, str(tmp_path)])
-    assert "fake_lesson" in checks.lessons()
+    assert "fake_lesson" in course.lessons() and course.notebook_of("fake_lesson") == "99_fake"
     assert checks.verify("99.answer", 42)[0] and not checks.verify("99.answer", 41)[0]
     assert bench.benches()["fake"]() == {"answer": 42}
     assert "answer 42" in bench.results_table({"fake": {"answer": 42}}, {"99_fake": 1.0})
     for name in [m for m in sys.modules if m.startswith("helpers.fake_lesson")]:
         del sys.modules[name]
     checks._REGISTRY.pop("99.answer", None)
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_an_exercise_id_names_the_lesson_a_self_check_loads(lesson):
+    """check() imports only the lesson whose NOTEBOOK (read from its source) starts with the id's number."""
+    module = course.lesson_module(lesson)
+    assert course.notebook_of(lesson) == module.NOTEBOOK, \
+        f"helpers/{lesson}/lesson.py: write NOTEBOOK = \"NN_name\" as a plain string, at the top level"
+    number = module.NOTEBOOK.split("_")[0]
+    wrong = [ex.id for ex in getattr(module, "EXERCISES", ()) if ex.id.split(".")[0] != number]
+    assert not wrong, f"helpers/{lesson}/lesson.py: exercise ids {wrong} must start with {number}. (its notebook)"
 
 
 NOTEBOOK_REF = re.compile(r"\((\d\d|all notebooks|every notebook|README|failure drill|tests)[^)]*\)|notebook \d\d|"

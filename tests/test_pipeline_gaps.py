@@ -16,7 +16,7 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     # the bound pipelines m = 1's compute only (900 ms of its 1000 ms step), not its whole step: m = 4's bound step is
     # 0.9 / 1.6 = 0.5625 s (not 1.0 / 1.6 = 0.625 s), measured 1.0 s; pieces 2× m = 1's add 562.5 ms in the model
     text = P.gap_lines([naive, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
-    assert "the stages computed 900 ms of its 1000 ms step; the bound pipelines that compute only, so the other 100 ms" in text
+    assert "the stages computed 900 ms of its 1000 ms step; the bound pipelines that compute only, so the other 100 ms (the median step less" in text
     assert "more than those" not in text   # 100 ms outside the compute holds its two 10 ms messages
     tight = dict(naive, step_s=0.905)      # 5 ms outside the compute, less than the two messages' 20 ms: said so
     assert "its two messages alone took 20.0 ms at their fastest, more than those 5 ms" in \
@@ -26,7 +26,7 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     # estimates in ms, never percentages of the gap: a share of a gap the estimates overshoot says nothing
     assert "%" not in text and "explain" not in text and "the rest" not in text
     # the step's own parts outside its compute: m = 1's 100 ms less its two 10 ms messages, 80 ms
-    assert "outside its compute, if they took m = 1's (its time outside its compute less its two messages): +80.0" in text
+    assert "outside its compute, if they took m = 1's (those other ms less its two messages): +80.0" in text
     # messages at their fastest round: 2 on every step's path (+10.0 ms), all 2m = 8 in a row (+40.0 ms), named as such
     assert "+10.0 for the 2 every step waits for (the first activation, the last gradient), +40.0 if all 2m = 8" in text
     assert "together +652.5 to +682.5 ms, against the gap's +438 ms" in text
@@ -88,7 +88,7 @@ def test_printed_sums_add_up_and_the_bound_compares_compute_with_compute():
     # the compute is printed as the stages' printed figures summed (126 + 131 = 257), in every line that names it
     assert ("against it = the bound's step (compute alone: m = 1's compute, 257 ms of its 265 ms step, ÷ bound) ÷ the "
             "measured step") in table and "compute against compute" not in table
-    assert "efficiency above 1.00 at m = 2 by the medians" in table and "m = 1's step holds 8 ms outside its compute" in table
+    assert "efficiency above 1.00 at m = 2 by the medians" in table and "m = 1's median step exceeds the sum of its compute's four medians by 8 ms (a difference of medians" in table
     # a time outside the compute that is the same at every m pulls the whole-step speedup below the compute ratio
     # ((C1 + O)/(C2 + O) < C1/C2), so it cannot explain an efficiency above 1: the facts are given, not as its cause
     assert "measured beside it, not offered as its cause" in table
@@ -127,11 +127,11 @@ def test_gap_lines_outside_estimate_is_the_printed_figures_difference():
     naive = row(1, 0.2676, 0.0644, 0.0653, msg=0.00147)
     text = P.gap_lines([naive, row(4, 0.2, 0.0644, 0.0653, msg=0.0004)])
     assert "the stages computed 258 ms of its 268 ms step" in text and "so the other 10 ms" in text
-    assert "(its time outside its compute less its two messages): +7.1" in text and "+5.3" not in text
+    assert "(those other ms less its two messages): +7.1" in text and "+5.3" not in text
     # no messages timed: the whole printed 10 ms
     naive.pop("message_s")
     text = P.gap_lines([naive, row(4, 0.2, 0.0644, 0.0653)])
-    assert "(its time outside its compute, its messages included): +10.0" in text
+    assert "(those other ms, messages included): +10.0" in text
 
 
 def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot():
@@ -143,13 +143,13 @@ def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot
     text = P.gap_lines([naive, row(4, 0.251, 0.1, 0.1, msg=0.001)])
     assert "together +20.0 to +26.0 ms, against the gap's +1 ms; the gap less them: -25.0 to -19.0 ms" in text
     assert text.splitlines()[-1] == ("the estimates together overshoot the gap at m = 4 (by 19.0 to 25.0 ms; the outside "
-                                     "term is m = 1's; one unmeasured candidate: at every m stage 1's SGD update may run while "
+                                     "term is m = 1's difference of medians, itself an estimate; one unmeasured candidate: at every m stage 1's SGD update may run while "
                                      "stage 0 still has its last backward to run, and no event times it)")
     # m = 8: bound's step 225 ms, a +5 ms gap, messages +1.0 to +8.0: overshot with the outside term (+19.0 to +26.0),
     # spanned by the pieces and the messages alone
     text = P.gap_lines([naive, row(4, 0.251, 0.1, 0.1, msg=0.001), row(8, 0.230, 0.1, 0.1, msg=0.0005)])
     assert text.splitlines()[-1] == (
-        "the estimates together overshoot the gap at m = 4, 8 (by 14.0 to 25.0 ms; the outside term is m = 1's; one "
+        "the estimates together overshoot the gap at m = 4, 8 (by 14.0 to 25.0 ms; the outside term is m = 1's difference of medians, itself an estimate; one "
         "unmeasured candidate: at every m stage 1's SGD update may run while stage 0 still has its last backward to "
         "run, and no event times it); at m = 8 the "
         "pieces and the "

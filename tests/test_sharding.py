@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from helpers.sharding import (comm_per_step, comm_time, memory_per_rank, model_parameters, run_sharding, run_tp_block,
-                              tp_plan, make_model)
+from helpers.sharding import (comm_per_step, comm_time, memory_per_rank, model_parameters, root_unit_extra, run_sharding,
+                              run_tp_block, tp_plan, make_model)
 
 
 def test_sixteen_bytes_per_parameter_and_what_each_strategy_divides():
@@ -134,6 +134,43 @@ def test_pytorch_mixed_precision_keeps_fp32_state_and_fsdp2_gathers_bf16():
     assert by["ddp"]["measured_bytes"]["params"] == by["ddp"]["measured_bytes"]["grads"] == 4 * psi
     assert by["fsdp2"]["measured_bytes"]["gathered"] == 3 * 2 * (64 * 64 + 64)
     assert by["fsdp2"]["comm"]["payload"]["_allgather_base_"] == 2 * 2 * psi   # gathered twice, in bf16
+
+
+def root_held_peak(rank, world_size, root_layers):
+    """FSDP2's gathered peak for root-owned Linears around three wrapped ones, 64 wide (module level: spawned)."""
+    from torch import nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    from helpers.sharding.instruments import GatheredPeak
+    torch.manual_seed(0)
+    blocks = [nn.Linear(64, 64) for _ in range(3)]
+    model = nn.Sequential(*(nn.Linear(64, 64) for _ in range(root_layers // 2)), *blocks,
+                          *(nn.Linear(64, 64) for _ in range(root_layers - root_layers // 2)))
+    mesh = init_device_mesh("cpu", (world_size,))
+    for b in blocks:
+        fully_shard(b, mesh=mesh)
+    fully_shard(model, mesh=mesh)                  # the root unit owns the Linears not wrapped above
+    x = torch.randn(8, 64)
+    model(x).sum().backward()                      # first step: FSDP2's lazy init
+    with GatheredPeak(model) as g:
+        model(x).sum().backward()
+    return g.peak
+
+
+@pytest.mark.parametrize("root_layers", [1, 2])
+def test_a_root_unit_with_parameters_adds_what_root_unit_extra_says(root_layers):
+    """Cell 26's what-if: the root's all-gather output lives on until the first block's copy-out ends, so a root
+    larger than a block adds 2 B × (2 root − layer) in bf16 (4 root − 2 layer bytes), not 2 B × root."""
+    from helpers.dist import launch
+    layer, root = 64 * 64 + 64, root_layers * (64 * 64 + 64)
+    more = root_unit_extra(root, layer, "fp32")
+    peaks = launch(root_held_peak, nprocs=2, args=(root_layers,), verbose=False)
+    assert peaks == [memory_per_rank(10**6, 2, "zero3", "fp32", layer=layer)["gathered"] + max(more.values())] * 2
+    d = 4096                                       # LLaMA-7B's block and embedding + output, as cell 26 passes them
+    block, emb_out = 4 * d * d + 3 * d * 11008, 2 * 32_000 * d
+    assert root_unit_extra(emb_out, block, "amp") == {"first": 4 * emb_out - 2 * block, "later": 2 * emb_out}
+    assert round(max(root_unit_extra(emb_out, block, "amp").values()) / 1e9, 2) == 0.64   # not the 0.52 once printed
 
 
 @pytest.mark.gpu

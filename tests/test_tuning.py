@@ -117,3 +117,34 @@ def test_make_searcher_says_the_bohb_start_up_that_startup_of_computes():
 
     doc = " ".join(make_searcher.__doc__.split())
     assert "min_points_in_model + d + 1" in doc and "2d + 2" in doc and "dimensions + 1 configurations" not in doc
+
+
+def test_a_milestone_result_the_scheduler_stops_never_reaches_bohb():
+    """04 says BOHB records at most one result per trial and budget, none for a report answered with STOP:
+    Tune hands a STOP-answered result to the searcher's on_trial_complete, and TuneBOHB records nothing there."""
+    import inspect
+    import json
+    import re
+    import warnings
+    from pathlib import Path
+
+    from ray.tune.execution.tune_controller import TuneController
+    from ray.tune.search.bohb import TuneBOHB
+
+    src = inspect.getsource(TuneController._process_trial_result)
+    stop = src.index("if decision == TrialScheduler.STOP:")
+    branch = src[stop:src.index("self._search_alg.on_trial_result", stop)]
+    assert re.search(r"\n\s*else:\n", branch), "the searcher's on_trial_result is no longer only in the not-STOP branch"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = TuneBOHB(space=T.search_space(), metric="val_acc", mode="max", seed=0)
+        result = {"val_acc": 0.5, "hyperband_info": {"budget": 1.0}}
+        s.suggest("stopped"), s.suggest("paused")
+        s.on_trial_complete("stopped", result)   # what the controller calls for a STOP-answered report
+        assert T.bohb_results_per_budget(s) == {}
+        s.on_trial_result("paused", result)      # a report answered with CONTINUE or PAUSE
+        assert T.bohb_results_per_budget(s) == {1.0: 1}
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks/04_hyperparameter_tuning.ipynb").read_text())["cells"]
+    text = "".join("".join(c["source"]) for c in cells)
+    assert "need {need} trials" not in text and "at most one per trial and budget" in text
+    assert "need at least {need} trials" in text and "milestones, one per budget" not in text

@@ -84,6 +84,9 @@ def no_cluster_start(monkeypatch):
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(RC, "_start_ray", lambda *a, **k: pytest.fail("init_ray started Ray despite the refusal"))
+    monkeypatch.setattr(RC, "reread_ray_config", lambda: None)   # this process's Ray keeps its config (see below)
+    for name, value in (("RAY_AUTH_MODE", "token"), ("RAY_AUTH_TOKEN", "the-tests-own")):  # put back after
+        monkeypatch.setenv(name, value)
     return RC
 
 
@@ -103,12 +106,12 @@ def test_a_cluster_is_refused_when_auth_mode_is_not_token(monkeypatch, no_cluste
 
 
 def test_a_cluster_is_refused_when_ray_read_its_config_without_the_token(monkeypatch, no_cluster_start):
-    """Ray imported before helpers.tuning: the environment says token, Ray's own config does not."""
+    """Ray imported before init_ray, and not made to read its settings again: the environment says token,
+    Ray's own config does not."""
     from ray import _raylet
 
-    monkeypatch.setenv("RAY_AUTH_MODE", "token")
     monkeypatch.setattr(_raylet, "get_authentication_mode", lambda: _raylet.AuthenticationMode.DISABLED)
-    with pytest.raises(RuntimeError, match="imported before helpers.tuning"):
+    with pytest.raises(RuntimeError, match="imported before init_ray"):
         no_cluster_start.init_ray(num_cpus=2, nodes=2)
 
 
@@ -119,7 +122,7 @@ def test_token_auth_check_passes_where_ray_uses_the_token_and_one_node_is_not_ch
     monkeypatch.setenv("RAY_AUTH_MODE", "token")
     monkeypatch.setattr(_raylet, "get_authentication_mode", lambda: _raylet.AuthenticationMode.TOKEN)
     monkeypatch.setattr(ray, "__version__", "2.52.0")
-    assert no_cluster_start._token_auth_refusal() is None
+    assert no_cluster_start.token_auth_refusal() is None
     monkeypatch.setattr(ray, "__version__", "2.40.0")   # one node: ray.init on this machine, not checked
     started = []
     monkeypatch.setattr(no_cluster_start, "_start_ray", lambda *a, **k: started.append(a))
@@ -127,19 +130,39 @@ def test_token_auth_check_passes_where_ray_uses_the_token_and_one_node_is_not_ch
     monkeypatch.setattr(ray, "nodes", lambda: [{"Alive": True}])
     for name in ("RAY_AIR_NEW_OUTPUT", "RAY_DEDUP_LOGS", "RAY_USAGE_STATS_ENABLED"):   # init_ray sets them: put back after
         monkeypatch.setenv(name, os.environ.get(name, "0"))
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "the-readers-own")
     assert no_cluster_start.init_ray(num_cpus=2, nodes=1, quiet=False)["nodes"] == 1 and started
+    assert os.environ["RAY_AUTH_TOKEN"] == "the-readers-own"                # a token the reader set is kept
 
 
-@pytest.mark.parametrize("first, refused", [("ray", True), ("helpers.dist.ray_cluster", False)])
-def test_ray_imported_before_the_helpers_does_not_use_the_token(first, refused):
-    """Ray reads RAY_AUTH_MODE when it is imported: imported first, it ignores the mode the helpers set."""
+_KERNEL = """
+import os, sys, ray, helpers
+before = dict(os.environ)
+import helpers.tuning
+from helpers.dist import ray_cluster as rc
+print(dict(os.environ) == before, "RAY_AUTH_MODE" in os.environ)
+rc.reread_ray_config = rc.reread_ray_config if sys.argv[1] == "reread" else lambda: None
+rc._start_ray = lambda *a: print("started")
+ray.cluster_resources, ray.nodes = lambda: {"CPU": 2}, lambda: [{"Alive": True}] * 2
+try:
+    rc.init_ray(num_cpus=2, nodes=2)
+except RuntimeError as e:
+    print(e)
+print(os.environ["RAY_AUTH_MODE"], len(os.environ["RAY_AUTH_TOKEN"]))
+"""
+
+
+@pytest.mark.parametrize("reread", ["reread", "not"])
+def test_ray_imported_before_init_ray_reads_the_token_mode_again_or_the_cluster_is_refused(reread):
+    """Importing the Ray plumbing (and helpers.tuning) leaves os.environ as it was; init_ray sets RAY_AUTH_MODE
+    and a secret. Ray reads the mode when it is imported: a Ray imported first is told to read its settings
+    again, and where that cannot be done, the cluster is refused."""
     import subprocess
     import sys
     from pathlib import Path
 
-    code = (f"import {first}\nfrom helpers.dist import ray_cluster as rc\nimport ray\n"
-            "print(repr(rc._token_auth_refusal()))")
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env,
-                         cwd=Path(__file__).resolve().parents[1]).stdout
-    assert ("imported before helpers.tuning" in out) if refused else out.strip() == "None", out
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    out = subprocess.run([sys.executable, "-c", _KERNEL, reread], capture_output=True, text=True, timeout=120,
+                         env=env, cwd=Path(__file__).resolve().parents[1]).stdout.splitlines()
+    assert out[0] == "True False" and out[-1] == "token 64", out          # set by init_ray, not by the imports
+    assert (out[1:-1] == ["started"]) if reread == "reread" else "imported before init_ray" in out[1], out

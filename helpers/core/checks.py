@@ -155,35 +155,29 @@ def exercises() -> dict[str, Exercise]:
     return dict(_REGISTRY)
 
 
-def _discover() -> None:
-    """Register the exercises every lesson declares: ``EXERCISES`` in ``helpers/<lesson>/lesson.py``.
+_FINDERS: list[Callable[[str | None], None]] = []  # the package's lesson finder (helpers.course.load_exercises)
 
-    No central list: a new notebook's lesson package is found by looking (see ``lessons()``).
+
+def find_exercises_with(find: Callable[[str | None], None]) -> None:
+    """How the registry finds an exercise it does not hold yet (all notebooks): ``find(id)`` registers the lesson
+    that declares ``id``, ``find(None)`` every lesson. ``helpers`` gives it :func:`helpers.course.load_exercises`:
+    the lessons are found from above, and the core imports none of them.
     """
-    import importlib
-
-    for name in lessons():
-        register(*getattr(importlib.import_module(f"helpers.{name}.lesson"), "EXERCISES", ()))
+    _FINDERS[:] = [find]
 
 
-def lessons() -> list[str]:
-    """The lesson packages of ``helpers`` by name: every subpackage with a ``lesson`` module (all notebooks, README)."""
-    import pkgutil
-    from pathlib import Path
-
-    import helpers
-
-    found = []
-    for info in pkgutil.iter_modules(helpers.__path__):
-        if info.ispkg and any((Path(p) / info.name / "lesson.py").exists() for p in helpers.__path__):
-            found.append(info.name)
-    return sorted(found)
+def _discover(exercise_id: str | None = None) -> None:
+    """Register the exercises of the lesson ``exercise_id`` names (``None``: of every lesson), through the finder."""
+    for find in _FINDERS:
+        find(exercise_id)
 
 
 def verify(exercise: str, answer: Any) -> tuple[bool, str]:
     """Whether ``answer`` to ``exercise`` is right, and the message a student sees, never the answer (all notebooks)."""
     if exercise not in _REGISTRY:
-        _discover()
+        _discover(exercise)  # the lesson of the notebook the id names, only
+    if exercise not in _REGISTRY:
+        _discover()  # every lesson, to list the ids there are
     if exercise not in _REGISTRY:
         raise KeyError(tr("check.unknown", "no exercise called {exercise!r}; the ids look like '00.batches_of_100' (known: {known})",
                           exercise=exercise, known=", ".join(sorted(_REGISTRY))))

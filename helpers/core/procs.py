@@ -1,7 +1,9 @@
 """Processes the course starts, and how they end: nothing outlives the notebook (03, 04, 05).
 
 - :func:`end_processes` ends processes politely, then for certain (SIGTERM, a grace period, SIGKILL),
-  and cannot be cut short by a second press of Jupyter's Stop.
+  and cannot be cut short by a second press of Jupyter's Stop: the one routine for the launcher's
+  ranks, Ray's agents and TensorBoard's servers.
+- :func:`free_port` gives a port for a server the course starts (TensorBoard, Ray's head node).
 - :func:`session_processes` finds this user's processes whose command line names a marker (a
   temporary folder of ours, say): how the course finds Ray's agents or a torchrun agent's workers.
 - :func:`watch_parent` starts a small watchdog that ends those processes if the notebook's kernel
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -49,35 +52,71 @@ def session_processes(marker: str) -> list[psutil.Process]:
     return out
 
 
-def end_processes(procs: Iterable[psutil.Process], grace: float = 3.0) -> list[int]:
-    """SIGTERM every process, wait up to ``grace`` seconds, SIGKILL what is left; return the pids ended (03, 04).
+def end_processes(procs: Iterable, grace: float = 3.0, groups: Iterable[int] = ()) -> list[int]:
+    """SIGTERM every process, wait up to ``grace`` seconds, then SIGKILL what is left and the process groups
+    ``groups`` (what the processes started); return the pids that were running (01–05).
 
-    A KeyboardInterrupt (Stop pressed again) during the wait does not stop the cleanup: it is
-    re-raised once every process is gone.
+    ``procs``: ``psutil.Process`` objects (Ray's agents, a leftover of the tests) or processes that
+    ``multiprocessing`` started (the launcher's ranks, joined here, so that their exit is collected). A
+    KeyboardInterrupt (Stop pressed again) does not stop the cleanup: it skips the wait, and is re-raised
+    once every process is gone.
     """
-    procs = [p for p in procs if p.is_running()]
-    interrupted = False
-    for p in procs:
-        try:
-            p.terminate()
-        except psutil.Error:
-            pass
+    procs, groups = [p for p in procs if _alive(p)], list(groups)
+    interrupted, stage, left = False, 0, procs
     deadline = time.monotonic() + grace
-    while True:
+    while stage < 3:
         try:
-            _, alive = psutil.wait_procs(procs, timeout=max(0.0, deadline - time.monotonic()))
-            for p in alive:
-                p.kill()
-            psutil.wait_procs(alive, timeout=5)
-            break
+            if stage == 0:
+                _signal(procs, "terminate")
+                stage = 1
+            if stage == 1:
+                left = _wait(procs, deadline)
+                stage = 2
+            if stage == 2:
+                for group in groups:
+                    kill_group(group)
+                _signal(left, "kill")
+                _wait(left, time.monotonic() + 5)
+                stage = 3
         except KeyboardInterrupt:
-            interrupted = True  # finish the cleanup first
-            deadline = time.monotonic()
-        except psutil.Error:
-            pass
+            interrupted, stage = True, max(stage, 2)  # no more waiting: kill
+        except psutil.Error:  # a wait psutil could not do: on to the next stage
+            stage += 1
     if interrupted:
         raise KeyboardInterrupt
     return [p.pid for p in procs]
+
+
+def _alive(p) -> bool:
+    """Whether a ``psutil.Process`` or a ``multiprocessing`` process still runs (a finished one is reaped)."""
+    return p.is_running() if isinstance(p, psutil.Process) else p.pid is not None and p.is_alive()
+
+
+def _signal(procs: list, how: str) -> None:
+    """``terminate()`` or ``kill()`` each process that still runs; one that is gone meanwhile is skipped."""
+    for p in procs:
+        try:
+            if _alive(p):
+                getattr(p, how)()
+        except (psutil.Error, ProcessLookupError):
+            pass
+
+
+def _wait(procs: list, deadline: float) -> list:
+    """Wait until every process has ended or the deadline (``time.monotonic()``) has passed; return those left."""
+    polled = [p for p in procs if isinstance(p, psutil.Process)]
+    left = psutil.wait_procs(polled, timeout=max(0.0, deadline - time.monotonic()))[1] if polled else []
+    for p in procs:
+        if not isinstance(p, psutil.Process):
+            p.join(max(0.0, deadline - time.monotonic()))
+    return left + [p for p in procs if not isinstance(p, psutil.Process) and _alive(p)]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now, for a server the course starts (04, 05)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def kill_group(pgid: int) -> None:

@@ -2,7 +2,8 @@
 
 The backend and local-rank rules (``ranks``), the notebook launcher (``launcher``, ``failures``),
 demo and failure-drill workers (``workers``), the DDP throughput instrument (``throughput``),
-``torchrun`` from a notebook (``torchrun``) and Ray on this machine (``ray_cluster``).
+``torchrun`` from a notebook (``torchrun``) and Ray on this machine (``ray_cluster``, its token:
+``ray_auth``).
 """
 from . import workers  # noqa: F401
 from .failures import LaunchError, Stopped  # noqa: F401

@@ -42,7 +42,7 @@ import torch.distributed as dist
 
 from ..core.device import hardware_label
 from ..core.i18n import tr
-from ..core.procs import kill_group
+from ..core.procs import end_processes
 from . import relay
 from .failures import LaunchError, Stopped, _Run  # noqa: F401  (raised here, importable from here)
 from .ranks import choose_backend, local_device
@@ -113,38 +113,13 @@ def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int,
 
 
 def _end(procs: list) -> None:
-    """Terminate, then kill, every rank and its process group; reap them all.
+    """Terminate, then kill, every rank and its process group (what the rank started); reap them all.
 
     Pressing Stop again while this runs does not cut it short: the interrupt is re-raised once
-    every process is gone.
+    every process is gone (:func:`~helpers.core.procs.end_processes`).
     """
     started = [p for p in procs if p.pid is not None]
-    interrupted = False
-    stage = 0
-    while stage < 3:
-        try:
-            if stage == 0:
-                for p in started:
-                    if p.is_alive():
-                        p.terminate()
-                stage = 1
-            if stage == 1:
-                deadline = time.monotonic() + 3
-                for p in started:
-                    p.join(max(0.0, deadline - time.monotonic()))
-                stage = 2
-            if stage == 2:
-                for p in started:
-                    kill_group(p.pid)  # the rank if still alive, and what it started
-                    if p.is_alive():
-                        p.kill()
-                    p.join(5)
-                stage = 3
-        except KeyboardInterrupt:
-            interrupted = True
-            stage = max(stage, 2)  # no more waiting: kill
-    if interrupted:
-        raise KeyboardInterrupt
+    end_processes(started, grace=3.0, groups=[p.pid for p in started])
 
 
 def _refuse_during_bootstrap() -> None:

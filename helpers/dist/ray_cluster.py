@@ -2,7 +2,7 @@
 
 :func:`init_ray` starts Ray (``ray.init``), or a cluster with ``ray start --head`` and
 ``ray start --address=…`` (asked for 127.0.0.1, which ``ray start`` replaces with this machine's own
-IP, so the nodes listen on the network), protected by a token, and connects this notebook as its
+IP, so the nodes listen on the network), protected by a token (:mod:`.ray_auth`), and connects this notebook as its
 driver; :func:`shutdown_ray` ends every process of that Ray session, and a watchdog does if the
 kernel dies first. Every process of a session is found by the session's own folder. Ray's own
 processes stay off the network (:func:`_offline_env`), and :func:`keep_stop_handlers` gives
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -24,42 +23,8 @@ from pathlib import Path
 from typing import Iterator
 
 from ..core.files import private_folder
-from ..core.procs import end_processes, session_processes, watch_parent
-
-# The clusters init_ray starts are protected by a token (Ray's token authentication): every node and
-# this driver share one secret. Ray reads RAY_AUTH_MODE into its config when it is imported, so a Ray
-# imported before this module does not see the mode set here (_token_auth_refusal asks Ray itself).
-os.environ.setdefault("RAY_AUTH_MODE", "token")
-os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
-
-TOKEN_AUTH_MIN_RAY = "2.52.0"  # token auth came in Ray 2.52.0 (docs.ray.io/en/latest/ray-security/token-auth.html)
-
-
-def _token_auth_refusal() -> str | None:
-    """Why a cluster :func:`init_ray` starts would not be protected by the token, or ``None`` (04): a Ray
-    older than ``TOKEN_AUTH_MIN_RAY``, ``RAY_AUTH_MODE`` other than ``token``, or a Ray imported before
-    this module (it read its config without the mode, so this kernel, the driver, would not send the token)."""
-    import ray
-    from packaging.version import Version
-
-    if Version(ray.__version__) < Version(TOKEN_AUTH_MIN_RAY):
-        return (f"Ray {ray.__version__} has no token authentication (it came in Ray {TOKEN_AUTH_MIN_RAY}), so the "
-                "nodes would accept any client that reaches this machine's IP; upgrade with "
-                f"pip install -U 'ray[tune]>={TOKEN_AUTH_MIN_RAY}', then restart the kernel")
-    mode = os.environ.get("RAY_AUTH_MODE", "")
-    if mode.lower() != "token":
-        return (f"RAY_AUTH_MODE is {mode!r}, so the nodes would accept any client that reaches this machine's IP; "
-                "unset it (the course sets 'token') or set it to 'token', then restart the kernel")
-    try:
-        from ray._raylet import AuthenticationMode, get_authentication_mode
-    except ImportError:  # a Ray whose internals moved: the checks above are all that can be made
-        return None
-    if get_authentication_mode() != AuthenticationMode.TOKEN:
-        return ("ray was imported before helpers.tuning, so this kernel's Ray read its settings without "
-                "RAY_AUTH_MODE=token and cannot join a cluster protected by a token; restart the kernel and "
-                "import helpers.tuning first")
-    return None
-
+from ..core.procs import end_processes, free_port, session_processes, watch_parent
+from .ray_auth import reread_ray_config, token_auth_refusal, use_token
 
 _WATCHDOG = None  # the process that cleans up Ray if this kernel dies first
 
@@ -176,7 +141,8 @@ def init_ray(num_cpus: int | None = None, nodes: int = 1, quiet: bool = True) ->
     as the driver. Calling it again reuses what runs; asking for another size while Ray runs
     raises, saying to call :func:`shutdown_ray` first. Ray's processes are cleaned up by
     :func:`shutdown_ray`, and by a watchdog if the kernel dies first; they make no network call
-    (usage stats off, no cloud-metadata probe: :func:`_offline_env`).
+    (usage stats off, no cloud-metadata probe: :func:`_offline_env`). Ray's environment (the token:
+    :mod:`.ray_auth`) is set here, where the reader has not set it: importing the helpers sets none.
 
     Example::
 
@@ -184,8 +150,6 @@ def init_ray(num_cpus: int | None = None, nodes: int = 1, quiet: bool = True) ->
         run_tuner("asha", num_samples=8, max_t=3)
         shutdown_ray()
     """
-    import ray
-
     if num_cpus is not None and (not isinstance(num_cpus, int) or isinstance(num_cpus, bool) or num_cpus < 1):
         raise ValueError(f"num_cpus must be a positive int or None (every CPU), got {num_cpus!r}")
     if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
@@ -196,6 +160,9 @@ def init_ray(num_cpus: int | None = None, nodes: int = 1, quiet: bool = True) ->
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # the classic table reporter, with chosen columns
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    use_token()  # here, never at import; and before Ray is imported, when it reads RAY_AUTH_MODE
+    import ray
+
     if ray.is_initialized():
         res = ray.cluster_resources()
         alive = sum(n["Alive"] for n in ray.nodes())
@@ -203,7 +170,8 @@ def init_ray(num_cpus: int | None = None, nodes: int = 1, quiet: bool = True) ->
             raise RuntimeError(f"Ray is already running here with {int(res.get('CPU', 0))} CPU(s) on {alive} node(s); "
                                f"call shutdown_ray() first to start it again with num_cpus={num_cpus}, nodes={nodes}")
     else:
-        refusal = _token_auth_refusal() if nodes > 1 else None  # a cluster on the machine's IP needs the token
+        reread_ray_config()  # a Ray imported before use_token() read another mode
+        refusal = token_auth_refusal() if nodes > 1 else None  # a cluster on the machine's IP needs the token
         if refusal:
             raise RuntimeError(f"init_ray(nodes={nodes}) refused: {refusal}")
         try:
@@ -240,7 +208,7 @@ def _start_ray(cpus: int, nodes: int, log_level: int, log_to_driver: bool) -> No
                 ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=log_to_driver, logging_level=log_level,
                          _temp_dir=str(temp), configure_logging=True, runtime_env=workers)
             return
-        port = _free_port()
+        port = free_port()
         share = [cpus // nodes + (i < cpus % nodes) for i in range(nodes)]
         common = ["--node-ip-address=127.0.0.1", "--disable-usage-stats", f"--temp-dir={temp}"]
         _ray_cli("start", "--head", f"--port={port}", f"--num-cpus={share[0]}", "--include-dashboard=false", *common,
@@ -289,10 +257,3 @@ def shutdown_ray(grace: float = 3.0) -> list[int]:
         _WATCHDOG = None
     return ended
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

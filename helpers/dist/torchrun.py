@@ -8,6 +8,7 @@ timeout, a failure, Jupyter's Stop, or the kernel's death.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,21 @@ def _node_gpus(node: int, nnodes: int, nproc: int) -> dict[str, str]:
     if gpu_count() >= nnodes * nproc:
         return {"CUDA_VISIBLE_DEVICES": ",".join(str(node * nproc + i) for i in range(nproc))}
     return {"CUDA_VISIBLE_DEVICES": ""}
+
+
+def loopback_aliases(addrs: tuple[str, ...] = ("127.0.0.2", "127.0.0.3")) -> tuple[str, ...] | None:
+    """``addrs`` if this machine can bind each of them, else None (03).
+
+    All of 127/8 is loopback (RFC 1122, 3.2.1.3): Linux answers on every such address, while macOS binds only
+    127.0.0.1 until others are added (``sudo ifconfig lo0 alias 127.0.0.2``). Tried, not assumed.
+    """
+    for addr in addrs:
+        try:
+            with socket.socket() as s:
+                s.bind((addr, 0))
+        except OSError:
+            return None
+    return tuple(addrs)
 
 
 def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: float = 90, nnodes: int = 1,

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import sys
 import time
 import urllib.request
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import private_folder
+from ..core.procs import end_processes, free_port  # free_port: importable from here too, as before (05)
 
 __all__ = ["tensorboard_binary", "free_port", "board_port", "running_tensorboards", "check_tensorboard",
            "stop_tensorboards", "stop_own_tensorboards"]
@@ -77,13 +77,6 @@ def tensorboard_binary() -> str:
     return os.environ.get("TENSORBOARD_BINARY", "tensorboard")
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now (05)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def board_port(logdir: str | Path) -> int:
     """A port for a new board of ``logdir``: ends the one this process started for it before, if any (05).
 
@@ -120,18 +113,18 @@ def check_tensorboard(port: int, timeout: float = 30) -> list[str]:
                        "read the %tensorboard cell's output for its error")
 
 
-def _is_that_tensorboard(info: Any) -> bool:
-    """Whether the registry entry's pid is still the TensorBoard it describes, started by this user."""
+def _that_tensorboard(info: Any) -> Any:
+    """The registry entry's process if it is still the TensorBoard it describes, started by this user; else None."""
     import psutil
 
     try:
         p = psutil.Process(info.pid)
         cmd, created, uid = " ".join(p.cmdline()), p.create_time(), p.uids().real
     except psutil.Error:  # gone, or not ours to inspect
-        return False
+        return None
     # TensorBoard registers itself once serving, a few seconds after it started: a process created
     # after that moment is another program that got the pid when the real one was gone
-    return "tensorboard" in cmd and created <= info.start_time + 1 and uid == os.getuid()
+    return p if "tensorboard" in cmd and created <= info.start_time + 1 and uid == os.getuid() else None
 
 
 def _forget(info: Any) -> None:
@@ -147,22 +140,17 @@ def stop_tensorboards(logdir: str | Path | None = None) -> int:
     A registry entry whose process is gone, or whose pid now belongs to another program, is removed
     and not counted: nothing but the TensorBoard that registered is ever signalled.
     """
-    import psutil
-
-    n = 0
+    boards = {}
     for info in running_tensorboards(logdir):
-        if not _is_that_tensorboard(info):
+        p = _that_tensorboard(info)
+        if p is not None:
+            boards[p] = info
+        else:
             _forget(info)
-            continue
-        p = psutil.Process(info.pid)
-        p.terminate()
-        try:
-            p.wait(5)
-        except psutil.TimeoutExpired:
-            p.kill()
+    end_processes(list(boards), grace=5.0)
+    for info in boards.values():
         _forget(info)
-        n += 1
-    return n
+    return len(boards)
 
 
 def stop_own_tensorboards(logdir: str | Path | None = None) -> int:
@@ -175,23 +163,16 @@ def stop_own_tensorboards(logdir: str | Path | None = None) -> int:
     import psutil
 
     infos = {i.pid: i for i in running_tensorboards(logdir)}
-    n = 0
+    boards = []
     for child in psutil.Process().children():
         try:
             is_board = "tensorboard" in " ".join(child.cmdline())
         except psutil.Error:
             continue
-        if not is_board or (logdir is not None and child.pid not in infos):
-            continue
-        child.terminate()
-        try:
-            child.wait(5)
-        except psutil.TimeoutExpired:
-            child.kill()
-            child.wait(5)
-        except psutil.NoSuchProcess:
-            pass
+        if is_board and (logdir is None or child.pid in infos):
+            boards.append(child)
+    end_processes(boards, grace=5.0)
+    for child in boards:
         if child.pid in infos:
             _forget(infos[child.pid])
-        n += 1
-    return n
+    return len(boards)

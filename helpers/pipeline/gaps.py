@@ -38,7 +38,8 @@ def gap_lines(rows: list[dict]) -> str:
     outside_ms = max(0.0, step1 - c1_ms - msg1_ms)   # of the printed figures: step1 − c1_ms is printed below
     lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
              f"m = 1: the stages computed {c1_ms} ms of its {step1} ms step; the bound pipelines that compute only, "
-             f"so the other {step1 - c1_ms} ms (zero_grad, the SGD update, its two messages, waiting) is not in it"
+             f"so the other {step1 - c1_ms} ms (the median step less the four parts' medians, each taken over the rounds "
+             "apart: zero_grad, the SGD update, its two messages, waiting, and the rounds' spread) are not in it"
              + (f" (its two messages alone took {round(1e3 * msg1, 1):.1f} ms at their fastest, more than those "
                 f"{step1 - c1_ms} ms: the step and each part of its compute are medians of {len(base['step_rounds'])} "
                 "rounds, taken apart, and a message inside the step need not cost what it cost alone)"
@@ -61,8 +62,7 @@ def gap_lines(rows: list[dict]) -> str:
             lines.append("        at or below the bound with these stages' costs: no gap to explain")
             continue
         pieces = ideal_step * (k - 1)   # signed: cheaper pieces shorten the model's step
-        outside_of = "(its time outside its compute less its two messages)" if msg1 is not None else \
-            "(its time outside its compute, its messages included)"
+        outside_of = "(those other ms less its two messages)" if msg1 is not None else "(those other ms, messages included)"
         p_ms, o_ms = round(1e3 * pieces, 1), round(outside_ms, 1)   # sums below are of the printed values
         said = (f"        estimates in ms (not shares of the gap): the pieces at ×{k:.2f}: {p_ms:+.1f}; "
                 f"the step's parts outside its compute, if they took m = 1's {outside_of}: {o_ms:+.1f}\n        ")
@@ -103,7 +103,7 @@ def _residual_line(residuals: list[tuple[int, float, float, float]]) -> str:
     if over:
         fit = [e for e in over if e[1] + e[3] <= 0 <= e[2] + e[3]]
         said.append(f"the estimates together overshoot the gap at m = {ms(over)} "
-                    f"({by(min(-e[2] for e in over), max(-e[1] for e in over))}; the outside term is m = 1's; one unmeasured candidate: at "
+                    f"({by(min(-e[2] for e in over), max(-e[1] for e in over))}; the outside term is m = 1's difference of medians, itself an estimate; one unmeasured candidate: at "
                     "every m stage 1's SGD update may run while stage 0 still has its last backward to run, and no event times it)" + (
                         f"; at m = {ms(fit)} the pieces and the messages alone span the gap: by these estimates, the "
                         f"step's parts outside its compute added less there than m = 1's {fit[0][3]:+.1f} ms" if fit else ""))

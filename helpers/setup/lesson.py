@@ -278,10 +278,11 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
                  f"between {(steal_ticks - 1) * tick:.0f} and {(steal_ticks + 1) * tick:.0f} ms")
         head += (f"; steal time, which PSI does not count: {steal_ticks} tick(s) of {tick:.0f} ms ({spent}), "
                  f"{steal_share:.2%} of the {cpus} CPU(s)' time")
+    other = "other CPU was" if cpus == 2 else "others were"
     note = ("\n(both counters are the whole system's and do not say whose tasks waited; " +
             (f"PSI is a per-CPU average weighted by non-idle time: with {cpus} CPUs, a task waiting on one adds "
-             f"between 1/{cpus} and all of its wait, depending on how busy the other "
-             f"{'CPU was' if cpus == 2 else 'CPUs were'}, so the share is no upper bound on the runs' waiting)"
+             f"its wait times that CPU's share of all {cpus} CPUs' non-idle time: all of it if the {other} idle, "
+             f"1/{cpus} if all were equally busy, less if the {other} busier, so the share is no upper bound on the runs' waiting)"
              if cpus > 1 else
              "with one CPU, PSI's time is that CPU's own: the time in which some task waited for it)"))
     if share < 0.01 and steal_share is not None and steal_share < 0.01:
@@ -296,5 +297,4 @@ def pressure_meaning(stalled_us: int, wall_s: float, steal_ticks: int | None = N
         big = f"PSI's share ({share:.2%}) is not small (1% or more); steal's is {steal_share:.2%}"
     else:
         big = f"steal's share ({steal_share:.2%}) is not small (1% or more); PSI's is {share:.2%}"
-    return (f"{head}: {big}, so some of the runs' time may have gone to waiting for a CPU (which thread count's, not "
-            f"known){note}")
+    return f"{head}: {big}, so some of the runs' time may have gone to waiting for a CPU (which thread count's, not known){note}"

@@ -125,12 +125,14 @@ def _unsharded_storages(model: nn.Module) -> dict[int, int]:
 class GatheredPeak(TorchDispatchMode):
     """The most bytes of gathered (whole) FSDP2 parameters the process holds at once, after every op of a step (09).
 
-    All of them, whoever keeps them: every all-gather output, watched through a weak reference to its
-    storage from the moment ``torch.ops.fsdp.all_gather_copy_in`` returns it (its second output) until
-    the last reference goes, wherever that reference is: FSDP2's objects or a local variable, as the
-    previous layer's output that ``wait_for_unshard`` holds through the next layer's copy-out; and the
-    layers' whole parameters (``_unsharded_param``), each storage counted once. ``peak`` stays 0 where
-    those internals are not there (another torch version, or no FSDP2).
+    All those Python and the dispatcher can see, whoever keeps them: every all-gather output, watched
+    through a weak reference to its storage from the moment ``torch.ops.fsdp.all_gather_copy_in``
+    returns it (its second output) until the last reference goes, wherever that reference is: FSDP2's
+    objects or a local variable, as the previous layer's output that ``wait_for_unshard`` holds through
+    the next layer's copy-out; and the layers' whole parameters (``_unsharded_param``), each storage
+    counted once. ``peak`` stays 0 where those internals are not there (another torch version, or no
+    FSDP2). Not seen: buffers a collective allocates inside its C++ call (gloo's all-gather gathers into
+    a whole-size flat tensor of its own).
     """
 
     def __init__(self, model: nn.Module) -> None:

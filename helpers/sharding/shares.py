@@ -1,8 +1,9 @@
 """How a sharded tensor set splits over N ranks: the largest rank's share, and the layer ZeRO-3/FSDP gathers (09).
 
 :func:`largest_share` for FSDP2's row split, ``ZeroRedundancyOptimizer``'s whole tensors,
-DeepSpeed ZeRO-1/2's flat buffer and DeepSpeed ZeRO-3's per-tensor split; :func:`gathered_bytes` for the layers held whole. ``memory_per_rank``
-(the recipe) calls them when given the model rather than Ψ.
+DeepSpeed ZeRO-1/2's flat buffer and DeepSpeed ZeRO-3's per-tensor split; :func:`gathered_bytes` for the layers held whole,
+:func:`root_unit_extra` for a root unit with parameters of its own. ``memory_per_rank``
+(the recipe) calls the first two when given the model rather than Ψ.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import math
 
 from torch import nn
 
-__all__ = ["COMPUTE_BYTES", "largest_share", "gathered_bytes"]
+__all__ = ["COMPUTE_BYTES", "largest_share", "gathered_bytes", "root_unit_extra"]
 
 # bytes per element the layers compute in: fp32, PyTorch's mixed precision (bf16), DeepSpeed's (fp16/bf16)
 COMPUTE_BYTES = {"fp32": 4, "amp": 2, "deepspeed": 2}
@@ -93,3 +94,19 @@ def gathered_bytes(layer: int | nn.Module | list, world_size: int, precision: st
     else:
         padded = world_size * sum(math.ceil(s[0] / world_size) * math.prod(s[1:]) if s else 1 for s in shapes)
     return (3 if world_size > 1 else 1) * COMPUTE_BYTES[precision] * padded
+
+
+def root_unit_extra(root: int, layer: int, precision: str) -> dict[str, int]:
+    """Bytes FSDP2 holds whole beyond :func:`gathered_bytes`'s three layers when its root unit owns ``root``
+    parameters, at the two moments that model counts: a layer's copy-out in forward, N > 1 (09).
+
+    The root keeps its whole parameters from its forward to the end of backward (``reshard_after_forward`` is
+    ``False`` for the root). Its all-gather output, saved in ``comm_ctx.all_gather_state``, is freed only in the
+    first layer's ``wait_for_unshard``, whose local ``prev_all_gather_state`` holds it through that layer's
+    copy-out (``_fsdp_param_group.py``, torch 2.14.1, L440–L499). ``"first"``: the root's output and whole
+    parameters with the first layer's output and whole parameters; ``"later"``: the root's whole parameters
+    with three layers. Each less the three layers, in ``"fp32"``/``"amp"`` compute bytes.
+    """
+    b = COMPUTE_BYTES[precision]
+    three = 3 * b * layer
+    return {"first": b * (2 * root + 2 * layer) - three, "later": b * (root + 3 * layer) - three}
