@@ -240,3 +240,17 @@ def test_a_ring_below_its_parts_is_said_once_not_twice():
     assert "took no more than its parts timed alone (×0.70)" in text
     assert text.count("(×0.70)") == 1   # said once, in the no-bound sentence
     assert "the ring took less than its measured parts add up to" not in text
+
+
+def test_the_step_line_miss_list_names_the_sizes_said_above_instead_of_dropping_them_silently():
+    # 4 KiB: ring ×2 its prediction but within 15% of its measured parts (said above, with its step's miss);
+    # 64 KiB: on its prediction, but its one step ×1.5 the step line: listed, "also", naming 4 KiB as said above
+    sweep = _ring_sweep([1.0, 2.0, 1.0, 1.0])
+    for r in sweep["sizes"]:
+        r["step_s"], r["step_model_s"], r["ring_parts_s"] = 1e-4, 1e-4, r["ring_s"]
+    sweep["sizes"][1]["step_s"] = 3e-4
+    sweep["sizes"][3]["step_s"] = 1.5e-4
+    text = "\n".join(ring_prediction_lines(sweep))
+    assert "At 4 KiB it is within 15% of its measured parts" in text
+    assert ("the step line also (besides 4 KiB, said above) misses its own measured step by more than 15% at 64 KiB: "
+            "×1.50 at 64 KiB") in text
