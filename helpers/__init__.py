@@ -9,10 +9,11 @@ and what belongs to one notebook:
 - ``dist/``: distributed plumbing: the backend and local-rank rules, the notebook launcher, demo
   workers, torchrun and Ray on this machine.
 - one package per notebook (a *lesson*): ``setup`` (00), ``pipeline`` (01), ``data_parallel``
-  (02), ``ddp`` (03), ``tuning`` (04), ``monitor`` (05), ``memory`` (06), ``transfer`` (07). Each
-  holds its ``recipe`` (the code the lesson teaches, shown in the notebook), its
-  ``instruments`` (what measures and draws it) and its ``lesson`` (exercises and benchmark,
-  which ``course`` finds by looking, for ``check`` and ``bench``). No lesson imports another.
+  (02), ``ddp`` (03), ``tuning`` (04), ``monitor`` (05), ``memory`` (06), ``transfer`` (07),
+  ``collectives`` (08), ``sharding`` (09). Each holds its ``lesson`` (exercises and benchmark,
+  which ``course`` finds by looking, for ``check`` and ``bench``) and, from 01 on, its ``recipe``
+  (the code the lesson teaches, shown in the notebook) and its ``instruments`` (what measures and
+  draws it, the drawing mostly in ``plots``). No lesson imports another.
 - ``bench``: ``python -m helpers.bench NAME|all``; ``publish``: the course's published address.
 
 The names most notebooks need are importable from ``helpers`` directly.

@@ -21,22 +21,23 @@ from __future__ import annotations
 
 import argparse
 import copy
-import hashlib
-import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
-I18N = ROOT / "i18n"
-LANGUAGES = ("ko",)
+if not __package__:   # run as a file (python i18n/build.py): put the folder that holds the package on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from i18n import translations as T  # noqa: E402  (its ROOT, NOTEBOOKS and I18N: the one place tests redirect)
+from i18n.stubs import exercise_problems, exercise_stubs, stubs  # noqa: E402
+from i18n.translations import (LANGUAGES, english_notebooks, load_translations, output_path, problems,  # noqa: E402
+                               text_of, translation_path)
+
 
 # Added to the setup cell of a translated notebook (helpers.publish keeps it when it rewrites that cell).
 LANGUAGE_LINE = '\nhelpers.set_language("{lang}")'
+
 
 # Added to the first markdown cell: why the stored outputs are English.
 OUTPUT_NOTE = {
@@ -45,68 +46,12 @@ OUTPUT_NOTE = {
            "출력하는 메시지(연습 문제 자가 점검 결과, 힌트, 자주 만나는 오류 안내)는 한국어로 나옵니다."),
 }
 
+
 RESULTS = ("<!-- results:start -->", "<!-- results:end -->")  # README.md's table, written by helpers.bench
+
 
 COLAB_LINK = re.compile(r"(https://colab\.research\.google\.com/github/[^)\s]+?/blob/[^/)\s]+/notebooks/)"
                         r"(\d\d_[^)\s/]+\.ipynb)")
-
-
-def english_notebooks() -> list[Path]:
-    """The English notebooks, in course order (notebooks/ko)."""
-    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-
-
-def source_sha(source: str) -> str:
-    """The hash a translation remembers of the English cell it translates (notebooks/ko)."""
-    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]
-
-
-def translation_path(notebook: Path, lang: str = "ko") -> Path:
-    """Where the translations of ``notebook``'s markdown cells into ``lang`` live (notebooks/ko)."""
-    return I18N / lang / f"{notebook.stem}.json"
-
-
-def output_path(notebook: Path, lang: str = "ko") -> Path:
-    """Where the translated notebook is written (notebooks/ko)."""
-    return NOTEBOOKS / lang / notebook.name
-
-
-def load_translations(notebook: Path, lang: str = "ko") -> dict:
-    """The translation entries of ``notebook``, by cell id; ``{}`` if it has no translation file (notebooks/ko)."""
-    path = translation_path(notebook, lang)
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-
-
-def save_translations(notebook: Path, entries: dict, lang: str = "ko") -> None:
-    """Write ``entries`` as ``notebook``'s translation file, in a stable form (notebooks/ko)."""
-    path = translation_path(notebook, lang)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(entries, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def text_of(entry: dict, lang: str = "ko") -> str:
-    """The translated text of an entry (stored as one string or as a list of lines) (notebooks/ko)."""
-    value = entry.get(lang, "")
-    return "".join(value) if isinstance(value, list) else value
-
-
-def status(cell: dict, entries: dict, lang: str = "ko") -> str:
-    """A markdown cell's translation: ``"ok"``, ``"missing"``, ``"stale"`` or ``"todo"`` (a stub) (notebooks/ko)."""
-    entry = entries.get(cell["id"])
-    if entry is None or not text_of(entry, lang).strip():
-        return "missing"
-    if entry.get("source_sha") != source_sha(cell["source"]):
-        return "stale"
-    if entry.get("todo") or text_of(entry, lang).startswith("TODO"):
-        return "todo"
-    return "ok"
-
-
-def problems(notebook: Path, lang: str = "ko") -> list[tuple[str, str]]:
-    """``(cell id, status)`` of every markdown cell of ``notebook`` whose translation is not ok (notebooks/ko)."""
-    nb = nbformat.read(notebook, as_version=4)
-    entries = load_translations(notebook, lang)
-    return [(c["id"], s) for c in nb.cells if c.cell_type == "markdown" and (s := status(c, entries, lang)) != "ok"]
 
 
 def localize_links(text: str, lang: str = "ko") -> str:
@@ -161,24 +106,24 @@ def build(lang: str = "ko") -> list[str]:
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-            changed.append(str(path.relative_to(ROOT)))
+            changed.append(str(path.relative_to(T.ROOT)))
     readme, text = readme_with_results(lang)
     if text is not None and readme.read_text(encoding="utf-8") != text:
         readme.write_text(text, encoding="utf-8")
         changed.append(f"{readme.name} (results table copied from README.md)")
     names = {n.name for n in sources}
-    for old in sorted((NOTEBOOKS / lang).glob("[0-9][0-9]_*.ipynb")):
+    for old in sorted((T.NOTEBOOKS / lang).glob("[0-9][0-9]_*.ipynb")):
         if old.name not in names:
             old.unlink()
-            changed.append(f"{old.relative_to(ROOT)} (removed: no English notebook)")
+            changed.append(f"{old.relative_to(T.ROOT)} (removed: no English notebook)")
     return changed
 
 
 def readme_with_results(lang: str = "ko") -> tuple[Path, str | None]:
     """README.<lang>.md with README.md's results table copied in (``None``: it has no results markers) (README)."""
-    path = ROOT / f"README.{lang}.md"
+    path = T.ROOT / f"README.{lang}.md"
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    english = (ROOT / "README.md").read_text(encoding="utf-8") if (ROOT / "README.md").exists() else ""
+    english = (T.ROOT / "README.md").read_text(encoding="utf-8") if (T.ROOT / "README.md").exists() else ""
     start, end = RESULTS
     if not all(m in text and m in english for m in RESULTS):
         return path, None
@@ -194,11 +139,11 @@ def check(lang: str = "ko") -> tuple[list[str], list[str]]:
             errors.append(f"{notebook.name}: cell {cell_id}: {state}")
         path = output_path(notebook, lang)
         if not path.exists() or path.read_text(encoding="utf-8") != render(notebook, lang):
-            errors.append(f"{path.relative_to(ROOT)}: out of date; run `python -m i18n.build`")
+            errors.append(f"{path.relative_to(T.ROOT)}: out of date; run `python -m i18n.build`")
         ids = {c["id"] for c in nbformat.read(notebook, as_version=4).cells}
         for cell_id in load_translations(notebook, lang):
             if cell_id not in ids:
-                warnings.append(f"{translation_path(notebook, lang).relative_to(ROOT)}: entry {cell_id} has no cell "
+                warnings.append(f"{translation_path(notebook, lang).relative_to(T.ROOT)}: entry {cell_id} has no cell "
                                 "in the English notebook (a deleted cell?); remove it")
     readme, text = readme_with_results(lang)
     if text is None:
@@ -206,100 +151,6 @@ def check(lang: str = "ko") -> tuple[list[str], list[str]]:
     elif readme.read_text(encoding="utf-8") != text:
         errors.append(f"{readme.name}: its results table differs from README.md's; run `python -m i18n.build`")
     return errors, warnings
-
-
-def english_before(notebook: Path, cell_id: str, sha: str) -> str | None:
-    """The English a stale entry was translated from, if a committed version of ``notebook`` has it (notebooks/ko)."""
-    rel = str(notebook.relative_to(ROOT))
-    try:
-        revs = subprocess.run(["git", "-C", str(ROOT), "log", "--format=%H", "-n", "50", "--", rel],
-                              capture_output=True, text=True, timeout=60).stdout.split()
-        for rev in revs:
-            shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{rel}"], capture_output=True, text=True,
-                                   timeout=60)
-            if shown.returncode:
-                continue
-            for cell in nbformat.reads(shown.stdout, as_version=4).cells:
-                if cell.get("id") == cell_id and source_sha(cell.source) == sha:
-                    return cell.source
-    except (OSError, subprocess.SubprocessError, ValueError):
-        pass
-    return None
-
-
-def stubs(lang: str = "ko") -> list[str]:
-    """Add a TODO entry holding the English for every missing or stale cell; return them (notebooks/ko).
-
-    A stale entry keeps its old translation beside the new English (``"en"``) and, when git has it,
-    the English it was translated from (``"en_before"``), to compare with; translate, then delete
-    ``"todo"``, ``"en"`` and ``"en_before"``.
-    """
-    added = []
-    for notebook in english_notebooks():
-        nb = nbformat.read(notebook, as_version=4)
-        entries = load_translations(notebook, lang)
-        merged, touched = {}, False
-        for cell in nb.cells:
-            if cell.cell_type != "markdown":
-                continue
-            state, entry = status(cell, entries, lang), entries.get(cell["id"])
-            if state in ("missing", "stale"):
-                old = text_of(entry, lang) if state == "stale" else "TODO " + cell.source
-                before = english_before(notebook, cell["id"], entry.get("source_sha", "")) if state == "stale" else None
-                entry = {"source_sha": source_sha(cell.source), "todo": True, "en": cell.source.splitlines(True),
-                         **({"en_before": before.splitlines(True)} if before else {}), lang: old.splitlines(True)}
-                added.append(f"{notebook.name}: cell {cell['id']} ({state})")
-                touched = True
-            if entry is not None:
-                merged[cell["id"]] = entry
-        merged.update({k: v for k, v in entries.items() if k not in merged})  # unused entries: kept, --check warns
-        if touched:
-            save_translations(notebook, merged, lang)
-    return added
-
-
-def exercise_sha(hint: str, why: str) -> str:
-    """The hash a Korean hint and why remember of the English ones (helpers' self-checks)."""
-    return source_sha(f"{hint}\n{why}")
-
-
-def exercise_problems(lang: str = "ko") -> list[str]:
-    """Exercises whose hint or why has no current translation in i18n/<lang>/messages.json (helpers' self-checks)."""
-    from helpers.core import checks
-
-    path = I18N / lang / "messages.json"
-    done = json.loads(path.read_text(encoding="utf-8")).get("exercises", {}) if path.exists() else {}
-    out = []
-    for ex_id, ex in sorted(checks.exercises().items()):
-        entry = done.get(ex_id)
-        if entry is None or any(getattr(ex, f) and not entry.get(f, "").strip() for f in ("hint", "why")):
-            out.append(f"{path.relative_to(ROOT)}: exercise {ex_id}: missing")
-        elif entry.get("source_sha") != exercise_sha(ex.hint, ex.why):
-            out.append(f"{path.relative_to(ROOT)}: exercise {ex_id}: stale (its English hint or why changed)")
-        elif entry.get("todo"):
-            out.append(f"{path.relative_to(ROOT)}: exercise {ex_id}: todo")
-    return out
-
-
-def exercise_stubs(lang: str = "ko") -> list[str]:
-    """Add a TODO entry with the English for every missing or stale exercise hint/why (helpers' self-checks)."""
-    from helpers.core import checks
-
-    path = I18N / lang / "messages.json"
-    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"messages": {}, "exercises": {}}
-    done, added = data.setdefault("exercises", {}), []
-    for ex_id, ex in sorted(checks.exercises().items()):
-        entry = done.get(ex_id, {})
-        if entry.get("source_sha") != exercise_sha(ex.hint, ex.why) or not entry.get("hint"):
-            done[ex_id] = {"source_sha": exercise_sha(ex.hint, ex.why), "todo": True,
-                           "en": {"hint": ex.hint, "why": ex.why},
-                           "hint": entry.get("hint") or "TODO " + ex.hint, "why": entry.get("why") or "TODO " + ex.why}
-            added.append(f"exercise {ex_id}")
-    if added:
-        data["exercises"] = dict(sorted(done.items()))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return added
 
 
 def main(argv: list[str] | None = None) -> int:

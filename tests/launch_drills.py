@@ -1,4 +1,4 @@
-"""Workers for the launcher's failure drills (tests/test_launch_faults.py).
+"""Workers for the launcher's failure drills (tests/test_launch_faults.py, and test_ddp.py's checkpoint drill).
 
 Spawned ranks import this module by name: tests/ is on the path of the test process (pyproject's
 ``pythonpath``), and spawn gives every rank the path of the process that started it.

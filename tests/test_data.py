@@ -1,4 +1,4 @@
-"""The offline course data (helpers.data): shapes, split sizes, determinism, bad input."""
+"""The offline course data (helpers.core.data): shapes, split sizes, determinism, bad input."""
 import pytest
 import torch
 

@@ -1,4 +1,4 @@
-"""Device discovery on a machine with no GPU and no NVIDIA driver (helpers.device)."""
+"""Device discovery on a machine with no GPU and no NVIDIA driver (helpers.core.device)."""
 import pytest
 import torch
 

@@ -23,7 +23,7 @@ from helpers.core import checks
 from helpers.core import i18n as lang
 
 sys.path.insert(0, str(ROOT))  # i18n/ (the generator) is a folder of the course, not an installed package
-from i18n import build  # noqa: E402
+from i18n import build, translations  # noqa: E402
 
 NOTEBOOKS = build.english_notebooks()
 HANGUL_SHARE = 0.5   # of the words outside code, math and link targets
@@ -143,9 +143,9 @@ def test_the_check_flags_a_changed_english_cell_by_notebook_and_cell_id(tmp_path
     nbformat.write(nb, str(tmp_path / "notebooks" / src.name))
     (tmp_path / "i18n" / "ko").mkdir(parents=True)
     (tmp_path / "i18n" / "ko" / f"{src.stem}.json").write_text(build.translation_path(src).read_text())
-    monkeypatch.setattr(build, "ROOT", tmp_path)
-    monkeypatch.setattr(build, "NOTEBOOKS", tmp_path / "notebooks")
-    monkeypatch.setattr(build, "I18N", tmp_path / "i18n")
+    monkeypatch.setattr(translations, "ROOT", tmp_path)
+    monkeypatch.setattr(translations, "NOTEBOOKS", tmp_path / "notebooks")
+    monkeypatch.setattr(translations, "I18N", tmp_path / "i18n")
     path = tmp_path / "notebooks" / src.name
     assert (cell.id, "stale") in build.problems(path)
     assert build.main([]) == 1                      # builds, but says what is stale

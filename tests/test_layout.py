@@ -1,7 +1,7 @@
 """The helpers package shows the course's architecture, and stays readable (issue: recipes and instruments).
 
 - the core imports no lesson, and no lesson imports another (they share through the core);
-- no module is longer than 300 lines;
+- no module is longer than 300 lines, in helpers/ and in tests/, tests/gpu/ and i18n/ too;
 - a new notebook's lesson is found by looking: its exercises by ``check`` and its benchmark by
   ``python -m helpers.bench``, with no central list to edit;
 - every public function and class says, in its docstring, which notebook it serves, and every
@@ -33,7 +33,7 @@ def _package(path: Path) -> str:
 
 
 def _imported_packages(path: Path) -> set[str]:
-    """The helpers packages a module imports (relative ``..x`` or absolute ``helpers.x`` imports)."""
+    """The helpers packages a module imports (relative ``..<package>`` or absolute ``helpers.<package>`` imports)."""
     tree = ast.parse(path.read_text())
     depth = len(path.relative_to(PKG).parts) - 1
     out = set()
@@ -97,6 +97,18 @@ def test_no_lesson_imports_another(path):
 def test_no_module_is_longer_than_300_lines(path):
     n = len(path.read_text().splitlines())
     assert n <= 300, f"{path.relative_to(PKG)} has {n} lines; split it (recipe, instruments, plots)"
+
+
+ROOT = Path(__file__).resolve().parent.parent
+OTHER_MODULES = sorted([*(ROOT / "tests").glob("*.py"), *(ROOT / "tests" / "gpu").glob("*.py"),
+                        *(ROOT / "i18n").glob("*.py")])
+
+
+@pytest.mark.parametrize("path", OTHER_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_test_or_i18n_module_is_longer_than_300_lines(path):
+    n = len(path.read_text().splitlines())
+    assert n <= 300, (f"{path.relative_to(ROOT)} has {n} lines; split it by what it tests (tests/README.md: "
+                      "'Where a test goes'), moving each test whole under its own name")
 
 
 def test_a_new_lesson_is_found_without_editing_a_central_list(tmp_path, monkeypatch):

@@ -49,7 +49,7 @@ def _stop_pressed() -> None:
 def test_a_bad_search_space_says_the_trainables_error_first_and_stop_works_after(ray_session, default_sigint,
                                                                                  tmp_path, capfd):
     """One real tuning run (Ray is slow to start on 2 cores): its error, then Stop, whose handler Tuner.fit()
-    replaced and run_tuner put back (test_tuning.py checks the same when fit itself raises)."""
+    replaced and run_tuner put back (test_tuning_failures.py checks the same when fit itself raises)."""
     import ray.exceptions
 
     usr1 = signal.getsignal(signal.SIGUSR1)

@@ -1,4 +1,4 @@
-"""The training loop, models and self-checks (helpers.train, helpers.models, helpers.checks)."""
+"""The training loop, models and self-checks (helpers.core.train, helpers.core.models, helpers.core.checks)."""
 import pytest
 import torch
 

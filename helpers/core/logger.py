@@ -215,7 +215,7 @@ class Monitor:
     logged in but the server cannot be reached. ``run_dir`` must be new or empty, or a folder an
     earlier Monitor wrote: a rerun then replaces only the files that Monitor wrote (its event file
     and W&B run folder), never anything else, and a folder another live Monitor is writing is
-    refused with that one's process id (see :class:`helpers.files.OwnedFolder`).
+    refused with that one's process id (see :class:`helpers.core.files.OwnedFolder`).
     """
 
     def __init__(self, run_dir: str | Path, config: dict | None = None, tensorboard: bool = True,

@@ -13,7 +13,7 @@ NOTEBOOK = "06_oom_troubleshooting"
 
 # Exercise 1: section 3's loop with hidden width 32, and a budget of saved bytes per iteration at which
 # ignoring the 4-byte constant, scaling batch 64's measured leak, or counting 512-byte blocks each give
-# another batch than the right one (tests/test_memory.py).
+# another batch than the right one (tests/test_memory_exercises.py).
 LEAK_BUDGET, LEAK_HIDDEN = 5_600_000, 32
 
 
@@ -62,7 +62,7 @@ def _checkpoint_64_in_4() -> int:
 # Batch sizes of the check's cases: unequal, as a loader's last batch is, so that the mean of the
 # batches' means differs from the mean over all samples.
 # every case's batches together hold more than 3 × its largest batch's graph, so keeping every
-# graph alive (peak > 2 × one batch's) is caught in each case, not in one alone (tests/test_memory.py)
+# graph alive (peak > 2 × one batch's) is caught in each case, not in one alone (tests/test_memory_exercises.py)
 MEAN_LOSS_CASES = ((16, 16, 16, 5), (3, 40, 40, 40), (7, 7, 7, 7, 7), (1, 30, 2, 30, 30))
 
 

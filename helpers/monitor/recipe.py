@@ -67,7 +67,7 @@ def write_all_summaries(log_dir: str | Path, model: nn.Module, loaders: dict[str
     sprites, the graph, a mesh, a sound, a custom-scalars layout and hparams (the recipe:
     :func:`log_epoch_summaries`, :func:`log_predictions`, :func:`log_other_summaries`). Not video:
     ``add_video`` needs ``moviepy``, which the course does not install. ``log_dir`` must be new or empty, or written by an earlier call: a rerun replaces
-    only the files this function wrote (:class:`helpers.files.OwnedFolder`).
+    only the files this function wrote (:class:`helpers.core.files.OwnedFolder`).
     """
     folder = OwnedFolder(log_dir, "write_all_summaries", writes=_SUMMARY_FILES)
     log_dir = folder.claim()

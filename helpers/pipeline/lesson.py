@@ -49,7 +49,7 @@ def _one_f_one_b_behaviour(fn: Callable, rng: random.Random | None = None) -> st
     micro-batch once, in order, a backward after its forward, no stage waiting forever, the step
     as short as GPipe's, (m + p − 1) × 3 slots, and no stage holding more micro-batches than the
     ones still in flight below it. Only 1F1B's order meets all of these (checked by enumerating
-    every order for p ≤ 4, m ≤ 4 in tests/test_pipeline.py). A few fixed cases first (m < p,
+    every order for p ≤ 4, m ≤ 4 in tests/test_pipeline_exercises.py). A few fixed cases first (m < p,
     p = 1, one micro-batch), then random ones beyond any short table.
     """
     rng = rng or random.Random()

@@ -1,0 +1,171 @@
+"""Notebook 01's gap between each step and the bound's step (helpers/pipeline/gaps.py): drawn from the step's own
+events, sums that add up."""
+from helpers import pipeline as P
+
+
+def test_gap_and_bound_lines_come_from_the_steps_own_events():
+    def row(m, med, rounds, f, b, msg=None):   # f, b: each stage's summed forward / backward seconds, every round
+        r = {"microbatches": m, "microbatch_rows": 64 // m, "step_s": med, "step_rounds": rounds,
+             "step_range": (min(rounds), max(rounds)), "speedup": 1.0 / med, "ideal_speedup": P.ideal_speedup(m),
+             "compute_rounds": [[{"F": f, "B": b}] * len(rounds)] * 2}
+        r["efficiency"] = r["speedup"] / r["ideal_speedup"]
+        if msg is not None:
+            r["message_s"] = [msg]
+        return r
+    naive = row(1, 1.0, [0.9, 1.0, 1.1], 0.2, 0.25, msg=0.01)
+    # the bound pipelines m = 1's compute only (900 ms of its 1000 ms step), not its whole step: m = 4's bound step is
+    # 0.9 / 1.6 = 0.5625 s (not 1.0 / 1.6 = 0.625 s), measured 1.0 s; pieces 2× m = 1's add 562.5 ms in the model
+    text = P.gap_lines([naive, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
+    assert "the stages computed 900 ms of its 1000 ms step; the bound pipelines that compute only, so the other 100 ms (the median step less" in text
+    assert "more than those" not in text   # 100 ms outside the compute holds its two 10 ms messages
+    tight = dict(naive, step_s=0.905)      # 5 ms outside the compute, less than the two messages' 20 ms: said so
+    neg = P.gap_lines([tight, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])   # 5 − 20 ms: no duration
+    assert "the step's parts outside its compute: not estimated, counted +0.0 (m = 1's other 5 ms less its two " \
+        "messages' 20.0 ms is -15.0, below zero: medians taken apart)" in neg and "outside term is" not in neg
+    assert "its two messages alone took 20.0 ms at their fastest, more than those 5 ms" in \
+        P.gap_lines([tight, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
+    assert "stage 0: F ×2.00, B ×2.00" in text and "all four together ×2.00" in text and "gap to the latter +438 ms" in text
+    assert "the pieces at ×2.00: +562.5" in text
+    # estimates in ms, never percentages of the gap: a share of a gap the estimates overshoot says nothing
+    assert "%" not in text and "explain" not in text and "the rest" not in text
+    # the step's own parts outside its compute: m = 1's 100 ms less its two 10 ms messages, 80 ms
+    assert "outside its compute, if they took m = 1's (those other ms less its two messages): +80.0" in text
+    # messages at their fastest round: 2 on every step's path (+10.0 ms), all 2m = 8 in a row (+40.0 ms), named as such
+    assert "+10.0 for the 2 every step waits for (the first activation, the last gradient), +40.0 if all 2m = 8" in text
+    assert "together +652.5 to +682.5 ms, against the gap's +438 ms" in text
+    # messages at their fastest round, not the median: rounds 5 ms, 40 ms, 60 ms give 2 × 4 × 5 ms = 40 ms
+    noisy = dict(row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5), message_s=[0.005, 0.04, 0.06])
+    assert "+40.0 if all 2m = 8" in P.gap_lines([naive, noisy])
+    # the parts vary against each other from round to round: each part's median is ×1.20, every round's sum only ×1.15;
+    # the combined figure is the parts' medians summed (×1.20), never outside the four ratios it stands beside
+    uneven = row(4, 1.0, [1.0, 1.0, 1.0], 0.2, 0.25)
+    uneven["compute_rounds"] = [[{"F": 1.0, "B": 1.2}, {"F": 1.2, "B": 1.0}, {"F": 1.2, "B": 1.2}],
+                                [{"F": 1.2, "B": 1.2}, {"F": 1.2, "B": 1.2}, {"F": 1.0, "B": 1.2}]]
+    flat = dict(naive, step_s=4.5, compute_rounds=[[{"F": 1.0, "B": 1.0}] * 3] * 2, message_s=[0.05])
+    uneven["step_s"] = 4.0
+    text = P.gap_lines([flat, uneven])
+    assert "stage 0: F ×1.20, B ×1.20; stage 1: F ×1.20, B ×1.20; all four together ×1.20" in text
+    # cheaper pieces are a negative estimate, printed signed, not clipped to 0 (×0.85 of a 0.5625 s bound step: −84.4 ms)
+    cheap = row(4, 0.6, [0.59, 0.6, 0.61], 0.17, 0.2125, msg=0.005)
+    text = P.gap_lines([naive, cheap])
+    assert "the pieces at ×0.85: -84.4" in text and "together +5.6 to +35.6 ms, against the gap's +38 ms" in text
+    text = P.gap_lines([naive, row(4, 0.8, [0.79, 0.8, 0.81], 0.22, 0.275)])   # ×1.10: +56.2 ms of a 238 ms gap
+    assert "the pieces at ×1.10: +56.2" in text and "messages: not timed in this run" in text
+    assert "together +136.2 ms, against the gap's +238 ms" in text
+    # the m = 1 step's own parts outside the compute never count for the bound: 0.67 s against the bound step
+    # 0.9 / 1.33 = 0.675 s is 1.01 of it by the medians, but 0.96–1.02 against this m's rounds: no clear win
+    fast = row(2, 0.67, [0.66, 0.67, 0.70], 0.2, 0.25)
+    text = P.beyond_bound_lines([naive, fast])
+    assert "the step, 670 ms, is shorter than the bound's, 675 ms (m = 1's compute, 900 ms" in text
+    assert "no clear win over the bound" in text
+    # 1.49× over the whole m = 1 step, above the 1.33× bound, is not above it compute against compute (0.675 / 0.68)
+    assert P.beyond_bound_lines([naive, row(2, 0.68, [0.68], 0.2, 0.25)]) == ""
+    assert "above 1 even then" in P.beyond_bound_lines([naive, row(2, 0.6, [0.6], 0.1, 0.125)])
+    assert P.beyond_bound_lines([naive, row(2, 0.9, [0.9], 0.2, 0.25)]) == ""
+    rows = [naive, row(2, 0.7, [0.65, 0.7, 0.8], 0.2, 0.25), row(4, 0.68, [0.6, 0.68, 0.75], 0.2, 0.25)]
+    assert "no clear best" in P.best_split_line(rows) and "m = 2's" in P.best_split_line(rows)
+    assert P.best_split_line(rows[:1] + rows[2:]).startswith("best split here: m = 4")
+
+
+def test_printed_sums_add_up_and_the_bound_compares_compute_with_compute():
+    def row(m, step, parts, rows=2048):   # parts: [(F, B) of stage 0, (F, B) of stage 1], one round
+        r = {"microbatches": m, "microbatch_rows": rows // m, "step_s": step, "step_rounds": [step],
+             "step_range": (step, step), "speedup": 0.265 / step, "ideal_speedup": P.ideal_speedup(m),
+             "compute_rounds": [[{"F": f, "B": b}] for f, b in parts]}
+        r["efficiency"] = r["speedup"] / r["ideal_speedup"]
+        return r
+    # the notebook's m = 1: 47.4 + 79.4 ms (126.8) on stage 0 prints "47 + 79 = 126", never "= 127"
+    naive = row(1, 0.265, [(0.0474, 0.0794), (0.0423, 0.0888)])
+    m2 = row(2, 0.187, [(0.040, 0.075), (0.043, 0.083)])
+    text = P.stage_cost_lines([naive, m2])
+    assert "stage 0: F 47 ms + B 79 ms = 126 ms; stage 1: F 42 + B 89 = 131 ms" in text
+    assert "best speedup of this compute (257 ms at m = 1)" in text and "in GPipe's order" in text
+    # the ratio of the printed sums, 131 / 126 = 1.04, not of the unrounded ones (131.1 / 126.8 = 1.03)
+    assert "stage 1 takes ×1.04 the other's time" in text
+    # the table's "against it" is m = 1's compute over the step, ÷ the bound: at m = 1 the share computed (0.97),
+    # and m = 2 against the bound's step 0.2579 / 1.31 = 0.197 s: 1.05, where the whole step's ratio gave 1.08
+    table = P.gpipe_table([naive, m2])
+    assert "(a ratio of compute times, the speedup one of whole steps)" in table   # why a speedup may pass its bound
+    line1, line2 = table.splitlines()[1:3]
+    assert line1.split()[-2] == "0.97" and line2.split()[-2] == "1.05"
+    # the compute is printed as the stages' printed figures summed (126 + 131 = 257), in every line that names it
+    assert ("against it = the bound's step (compute alone: m = 1's compute, 257 ms of its 265 ms step, ÷ bound) ÷ the "
+            "measured step") in table and "compute against compute" not in table
+    assert "efficiency above 1.00 at m = 2 by the medians" in table and "m = 1's median step exceeds the sum of its compute's four medians by 8 ms (a difference of medians" in table
+    # a time outside the compute that is the same at every m pulls the whole-step speedup below the compute ratio
+    # ((C1 + O)/(C2 + O) < C1/C2), so it cannot explain an efficiency above 1: the facts are given, not as its cause
+    assert "measured beside it, not offered as its cause" in table
+    assert "the speedup a ratio of whole steps, and" not in table and "do the same work at every m" not in table
+    assert "the pieces took ×0.93 m = 1's compute time at m = 2" in table   # (0.040 + 0.075 + 0.043 + 0.083) / 0.2579
+    naive["message_s"], naive["message_bytes"] = [0.00127, 0.0016], 4096 * 1024
+    assert "m = 1's two 4096 KiB messages go one after the other, 2.5 ms at their fastest alone)" in P.gpipe_table([naive, m2])
+    # messages alone longer than the step's time outside its compute (8 ms): said, not left as a silent contradiction
+    naive["message_s"] = [0.0045]
+    assert "9.0 ms at their fastest alone, more than those 8 ms: the step and each part" in P.gpipe_table([naive, m2])
+    assert "at m = 1 the share of its step the compute took" in table and "below 1.00 at m = 1" not in table
+    assert "the stages computed 257 ms of its 265 ms step" in P.gap_lines([naive, m2])
+    assert "efficiency above" not in P.gpipe_table([naive, row(2, 0.21, [(0.040, 0.075), (0.043, 0.083)])])
+    # gap_lines' imbalance and gap are differences of the printed steps: 198.6 → 199 and 202.4 → 202 give +3, not +4
+    base = row(1, 0.27, [(0.0, 0.1324), (0.0, 0.1324)])   # 264.8 ms of compute: equal stages 198.6 ms at m = 2
+    base["compute_rounds"] = [[{"F": 0.0662, "B": 0.0648}], [{"F": 0.0600, "B": 0.0738}]]   # bound's step 202.4 ms
+    assert round(1e3 * P.bound_step(base, 2), 1) == 202.4
+    text = P.gap_lines([base, row(2, 0.2074, [(0.033, 0.033), (0.030, 0.036)])])
+    assert "bound's step 199 ms with equal stages, 202 ms with these stages' costs (their imbalance: +3 ms)" in text
+    assert "gap to the latter +5 ms" in text   # 207 − 202, not 207.4 − 202.4
+
+
+def _gap_row(m, step, f, b, msg=None):
+    """A pipeline row for gap_lines: every round the same step, both stages' pieces the same F and B."""
+    r = {"microbatches": m, "microbatch_rows": 64 // m, "step_s": step, "step_rounds": [step] * 3,
+         "step_range": (step, step), "compute_rounds": [[{"F": f, "B": b}] * 3] * 2}
+    if msg is not None:
+        r["message_s"] = [msg]
+    return r
+
+
+def test_gap_lines_outside_estimate_is_the_printed_figures_difference():
+    # m = 1: compute parts 64.4 + 65.3 ms per stage print as 64 + 65, so 258 ms of a 267.6 → 268 ms step, "the other
+    # 10 ms"; its two 1.47 ms messages print as 2.9 ms; the estimate is 10 − 2.9 = +7.1, not 267.6 − 259.4 − 2.94 = +5.3
+    row = _gap_row
+    naive = row(1, 0.2676, 0.0644, 0.0653, msg=0.00147)
+    text = P.gap_lines([naive, row(4, 0.2, 0.0644, 0.0653, msg=0.0004)])
+    assert "the stages computed 258 ms of its 268 ms step" in text and "so the other 10 ms" in text
+    assert "(those other ms less its two messages): +7.1" in text and "+5.3" not in text
+    # no messages timed: the whole printed 10 ms
+    naive.pop("message_s")
+    text = P.gap_lines([naive, row(4, 0.2, 0.0644, 0.0653)])
+    assert "(those other ms, messages included): +10.0" in text
+
+
+def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot():
+    row = _gap_row
+    # m = 1: 100 + 100 ms per stage (400 ms), step 420 ms: 20 ms outside, less two 1 ms messages: +18.0; m = 4's bound
+    # step 250 ms, the pieces as at m = 1 (+0.0), messages +2.0 (the 2) to +8.0 (all 8); a +1 ms gap is overshot,
+    # even by the pieces and the messages alone
+    naive = row(1, 0.420, 0.1, 0.1, msg=0.001)
+    text = P.gap_lines([naive, row(4, 0.251, 0.1, 0.1, msg=0.001)])
+    assert "together +20.0 to +26.0 ms, against the gap's +1 ms; the gap less them: -25.0 to -19.0 ms" in text
+    assert text.splitlines()[-1] == ("the estimates together overshoot the gap at m = 4 (by 19.0 to 25.0 ms; the outside "
+                                     "term is m = 1's difference of medians, itself an estimate; one unmeasured candidate: at every m stage 1's SGD update may run while "
+                                     "stage 0 still has its last backward to run, and no event times it)")
+    # m = 8: bound's step 225 ms, a +5 ms gap, messages +1.0 to +8.0: overshot with the outside term (+19.0 to +26.0),
+    # spanned by the pieces and the messages alone
+    text = P.gap_lines([naive, row(4, 0.251, 0.1, 0.1, msg=0.001), row(8, 0.230, 0.1, 0.1, msg=0.0005)])
+    assert text.splitlines()[-1] == (
+        "the estimates together overshoot the gap at m = 4, 8 (by 14.0 to 25.0 ms; the outside term is m = 1's difference of medians, itself an estimate; one "
+        "unmeasured candidate: at every m stage 1's SGD update may run while stage 0 still has its last backward to "
+        "run, and no event times it); at m = 8 the "
+        "pieces and the "
+        "messages alone span the gap: by these estimates, the step's parts outside its compute added less there "
+        "than m = 1's +18.0 ms")
+    # a gap beyond every estimate: short of it, never called explained
+    text = P.gap_lines([naive, row(4, 0.300, 0.1, 0.1, msg=0.001)])
+    assert "the gap less them: +24.0 to +30.0 ms" in text
+    assert "fall short of the gap at m = 4 (by 24.0 to 30.0 ms)" in text and "explain" not in text
+    # messages not timed: one figure; a gap within the range is said so
+    naive.pop("message_s")
+    text = P.gap_lines([naive, row(4, 0.270, 0.1, 0.1)])
+    assert "together +20.0 ms, against the gap's +20 ms; the gap less them: +0.0 ms" in text
+    assert text.splitlines()[-1] == "at m = 4 the gap lies within the estimates' range"
+    text = P.gap_lines([naive, row(4, 0.271, 0.1, 0.1)])   # one figure: "by 1.0 ms", not "by 1.0 to 1.0 ms"
+    assert text.splitlines()[-1].startswith("the estimates together fall short of the gap at m = 4 (by 1.0 ms): ")
