@@ -44,6 +44,9 @@ def test_only_the_two_node_cluster_gives_its_worker_no_gpu(monkeypatch, tmp_path
         head, worker = starts
         assert "--head" in head and not any(a.startswith("--num-gpus") for a in head)
         assert "--num-gpus=0" in worker
+        # processes that cost seconds to start and do nothing here: the autoscaler monitor of a fixed cluster, and
+        # log monitors when the driver reads no logs (log_to_driver=False above); the worker's never (one per machine)
+        assert "--no-monitor" in head and "--include-log-monitor=false" in head and "--include-log-monitor=false" in worker
 
 
 def test_a_trial_given_no_gpu_trains_on_the_cpu_even_where_cuda_is_available():

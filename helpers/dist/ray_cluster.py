@@ -211,10 +211,12 @@ def _start_ray(cpus: int, nodes: int, log_level: int, log_to_driver: bool) -> No
         port = free_port()
         share = [cpus // nodes + (i < cpus % nodes) for i in range(nodes)]
         common = ["--node-ip-address=127.0.0.1", "--disable-usage-stats", f"--temp-dir={temp}"]
-        _ray_cli("start", "--head", f"--port={port}", f"--num-cpus={share[0]}", "--include-dashboard=false", *common,
-                 env=env)
+        # no autoscaler monitor (a fixed size); a log monitor only on the head, only if the driver reads logs
+        logs = f"--include-log-monitor={str(log_to_driver).lower()}"  # one per machine: ray start --help
+        _ray_cli("start", "--head", f"--port={port}", f"--num-cpus={share[0]}", "--include-dashboard=false",
+                 "--no-monitor", logs, *common, env=env)
         for c in share[1:]:
-            _ray_cli("start", f"--address=127.0.0.1:{port}", f"--num-cpus={c}", "--num-gpus=0", *common, env=env)
+            _ray_cli("start", f"--address=127.0.0.1:{port}", f"--num-cpus={c}", "--num-gpus=0", "--include-log-monitor=false", *common, env=env)
         ray.init(address=f"127.0.0.1:{port}", log_to_driver=log_to_driver, logging_level=log_level,
                  configure_logging=True, runtime_env=workers)
     finally:
