@@ -88,3 +88,18 @@ def test_nbval_sanitizes_the_hardware_label_on_every_cpu():
         text = f"bytes held at once ({label}):"
         assert re.sub(rule["regex"], rule["replace"], text) == "bytes held at once (cpu (<HARDWARE>)):", label
     assert re.sub(rule["regex"], rule["replace"], "cpu (no cores here)") == "cpu (no cores here)"
+
+
+def test_test_names_a_notebook_cites_are_defined_in_the_file_it_links():
+    """A markdown cell naming `test_…` tests before a link to tests/X.py: each is defined there (a prefix where it ends in *)."""
+    import json
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    for nb in sorted((root / "notebooks").glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
+            text = "".join(cell["source"])
+            for link in re.finditer(r"\(\.\./tests/(test_\w+\.py)\)", text):
+                source = (root / "tests" / link.group(1)).read_text()
+                for name in re.findall(r"`(test_\w+\*?)`", text[max(0, link.start() - 300):link.start()]):
+                    assert f"def {name.rstrip('*')}" in source, f"{nb.name} cell {i}: {name} is not in tests/{link.group(1)}"

@@ -208,7 +208,8 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     if parts:
         miss = [r for r in rows if abs(r["step_s"] / r["step_model_s"] - 1) > margin and r not in near]   # near: said above
         if miss:
-            also = f" also (besides {names(near)}, said above)" if near else ""
+            near_miss = [r for r in near if abs(r["step_s"] / r["step_model_s"] - 1) > margin]   # said above, and missed
+            also = f" also (besides {names(near_miss)}, said above)" if near_miss else ""
             lines.append(f"the step line{also} misses its own measured step by more than {margin:.0%} at {names(miss)}: "
                          + ", ".join(f"×{r['step_s'] / r['step_model_s']:.2f} at {_size(r['bytes'])}" for r in miss)
                          + " (measured/line); a least-squares line on relative error weighs every size alike, so one "
