@@ -108,8 +108,8 @@ def _residual_line(residuals: list[tuple[int, float, float, float]]) -> str:
         outside_said = "the outside term is m = 1's difference of medians, itself an estimate; " if any(e[3] for e in over) else ""
         fit = [e for e in over if e[1] + e[3] <= 0 <= e[2] + e[3]]
         said.append(f"the estimates together overshoot the gap at m = {ms(over)} "
-                    f"({by(min(-e[2] for e in over), max(-e[1] for e in over))}; {outside_said}one unmeasured candidate: at "
-                    "every m stage 1's SGD update may run while stage 0 still has its last backward to run, and no event times it)" + (
+                    f"({by(min(-e[2] for e in over), max(-e[1] for e in over))}; {outside_said}what would make them "
+                    "overshoot is a cost in m = 1's step that this m's step does not pay, and no event here times one)" + (
                         f"; at m = {ms(fit)} the pieces and the messages alone span the gap: by these estimates, the "
                         f"step's parts outside its compute added less there than m = 1's {fit[0][3]:+.1f} ms" if fit else ""))
     if short:
