@@ -91,7 +91,7 @@ def test_nbval_sanitizes_the_hardware_label_on_every_cpu():
 
 
 def test_test_names_a_notebook_cites_are_defined_in_the_file_it_links():
-    """A markdown cell naming `test_…` tests before a link to tests/X.py: each is defined there (a prefix where it ends in *)."""
+    """A markdown cell naming `test_…` tests before a link to a test module: each is defined there (a prefix where it ends in *)."""
     import json
     import re
     from pathlib import Path
