@@ -97,6 +97,16 @@ def _omp_or_skip():
     return get
 
 
+def test_the_openmp_read_is_torchs_even_with_another_copy_loaded():
+    """scikit-learn loads its own libgomp (sorted first by path): its setting never follows torch's."""
+    pytest.importorskip("sklearn")
+    from helpers.core.measure import torch_threads
+    get = _omp_or_skip()
+    with torch_threads(1):
+        assert get() == 1
+    assert get() == torch.get_num_threads()
+
+
 def test_a_fresh_thread_gets_one_intraop_thread_only_when_set_in_it():
     _omp_or_skip()
     seen = D.omp_threads_at_thread_start()

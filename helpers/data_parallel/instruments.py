@@ -49,19 +49,31 @@ def run_threads_one_intraop(fn, n: int) -> None:
 
 
 def _omp_max_threads():
-    """``omp_get_max_threads`` of the OpenMP library torch loaded, or None where it cannot be found (Linux only)."""
+    """``omp_get_max_threads`` of the OpenMP library torch uses, or None where it cannot be found (Linux only).
+
+    Other packages bring their own copy (scikit-learn's ``libgomp-….so``), each with its own
+    setting: the one torch uses is the one that follows ``torch.set_num_threads`` in this thread.
+    """
     import ctypes
+    import re
     try:
         with open("/proc/self/maps") as f:
-            libs = sorted({line.split()[-1] for line in f if "omp" in line.rsplit("/", 1)[-1] and ".so" in line})
+            libs = sorted({line.split()[-1] for line in f
+                           if re.match(r"lib[gi]?omp[-.0-9a-f]*\.so", line.rsplit("/", 1)[-1].strip())})
     except OSError:
         return None
+    gets = []
     for lib in libs:
-        try:
-            return ctypes.CDLL(lib).omp_get_max_threads
-        except (OSError, AttributeError):
-            continue
-    return None
+        with contextlib.suppress(OSError, AttributeError):
+            gets.append(ctypes.CDLL(lib).omp_get_max_threads)
+    old = torch.get_num_threads()
+    probe = 2 if old == 1 else 1
+    torch.set_num_threads(probe)
+    try:
+        gets = [g for g in gets if g() == probe]
+    finally:
+        torch.set_num_threads(old)
+    return next((g for g in gets if g() == old), None)
 
 
 def omp_threads_at_thread_start() -> dict | None:
