@@ -103,18 +103,19 @@ if _DIR:
 # A notebook kernel that starts Ray on one node, runs a tiny job, shuts Ray down by hand, then starts it
 # again on two nodes ("Run All again") and is killed with Ray running (the kernel dies, as in Jupyter).
 _RAY_KERNEL = textwrap.dedent('''
-    import glob, os, time
+    import glob, os, sys, time
     from helpers.dist import ray_cluster as rc
     import ray
 
     def a_job_and_the_dashboards_questions(session):
-        home = ray.get(ray.remote(lambda: os.environ.get("HOME")).remote())   # a tiny job
+        home, slow = ray.get(ray.remote(lambda: (os.environ.get("HOME"), bool(__import__("jsonschema"))
+                                                  and "rfc3987_syntax" in sys.modules)).remote())   # a tiny job
         deadline = time.monotonic() + 60   # the dashboard asks its questions right after it starts
         while time.monotonic() < deadline and not any(
                 "Usage reporting is" in open(f).read() for f in glob.glob(session + "/session_*/logs/dashboard.log")):
             time.sleep(0.5)
         time.sleep(2)
-        return home
+        return f"{home} {slow}"
 
     rc.init_ray(num_cpus=2, nodes=1)
     first = rc._SESSION[0]
@@ -143,7 +144,8 @@ def _local(host: str) -> bool:
 def test_ray_stays_offline_and_leaves_nothing_after_shutdown_nor_after_its_kernel_is_killed(tmp_path):
     """init_ray (one node, then two) and a tiny job each, from a kernel that is then killed with Ray running:
     no name lookup and no connection leaves this machine, from the driver or from any of Ray's processes (no
-    cloud metadata probe, no usage-stats report); tasks see the reader's HOME; nothing of either session is left."""
+    cloud metadata probe, no usage-stats report); tasks see the reader's HOME and import jsonschema without
+    rfc3987_syntax; nothing of either session is left."""
     spy, calls = tmp_path / "spy", tmp_path / "calls"
     spy.mkdir()
     calls.mkdir()
@@ -155,7 +157,8 @@ def test_ray_stays_offline_and_leaves_nothing_after_shutdown_nor_after_its_kerne
     try:
         runs = [line.split()[1:] for line in read_lines(proc.stdout, 2, 300, "session /")]
         assert len(runs) == 2, f"the kernel did not start Ray twice within 300 s: {runs}"
-        (first, first_home), (second, second_home) = runs
+        (first, first_home, first_slow), (second, second_home, second_slow) = runs
+        assert first_slow == second_slow == "False"   # helpers.dist.ray_cluster._lean_env: no 1.7 s grammar per worker
         assert not session_processes(first), "Ray processes outlived shutdown_ray()"
         assert session_processes(second)                                   # running again
     finally:
