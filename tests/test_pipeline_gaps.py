@@ -16,13 +16,13 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     # the bound pipelines m = 1's compute only (900 ms of its 1000 ms step), not its whole step: m = 4's bound step is
     # 0.9 / 1.6 = 0.5625 s (not 1.0 / 1.6 = 0.625 s), measured 1.0 s; pieces 2× m = 1's add 562.5 ms in the model
     text = P.gap_lines([naive, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
-    assert "the stages computed 900 ms of its 1000 ms step; the bound pipelines that compute only, so the other 100 ms (the median step less" in text
+    assert "the stages computed 900.0 ms of its 1000.0 ms step; the bound pipelines that compute only, so the other 100.0 ms (the median step less" in text
     assert "more than those" not in text   # 100 ms outside the compute holds its two 10 ms messages
     tight = dict(naive, step_s=0.905)      # 5 ms outside the compute, less than the two messages' 20 ms: said so
     neg = P.gap_lines([tight, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])   # 5 − 20 ms: no duration
-    assert "the step's parts outside its compute: not estimated, counted +0.0 (m = 1's other 5 ms less its two " \
+    assert "the step's parts outside its compute: not estimated, counted +0.0 (m = 1's other 5.0 ms less its two " \
         "messages' 20.0 ms is -15.0, below zero: medians taken apart)" in neg and "outside term is" not in neg
-    assert "its two messages alone took 20.0 ms at their fastest, more than those 5 ms" in \
+    assert "its two messages alone took 20.0 ms at their fastest, more than those 5.0 ms" in \
         P.gap_lines([tight, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
     assert "stage 0: F ×2.00, B ×2.00" in text and "all four together ×2.00" in text and "gap to the latter +438 ms" in text
     assert "the pieces at ×2.00: +562.5" in text
@@ -56,7 +56,7 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     # 0.9 / 1.33 = 0.675 s is 1.01 of it by the medians, but 0.96–1.02 against this m's rounds: no clear win
     fast = row(2, 0.67, [0.66, 0.67, 0.70], 0.2, 0.25)
     text = P.beyond_bound_lines([naive, fast])
-    assert "the step, 670 ms, is shorter than the bound's, 675 ms (m = 1's compute, 900 ms" in text
+    assert "the step, 670 ms, is shorter than the bound's, 675 ms (m = 1's compute, 900.0 ms" in text
     assert "no clear win over the bound" in text
     # 1.49× over the whole m = 1 step, above the 1.33× bound, is not above it compute against compute (0.675 / 0.68)
     assert P.beyond_bound_lines([naive, row(2, 0.68, [0.68], 0.2, 0.25)]) == ""
@@ -74,24 +74,24 @@ def test_printed_sums_add_up_and_the_bound_compares_compute_with_compute():
              "compute_rounds": [[{"F": f, "B": b}] for f, b in parts]}
         r["efficiency"] = r["speedup"] / r["ideal_speedup"]
         return r
-    # the notebook's m = 1: 47.4 + 79.4 ms (126.8) on stage 0 prints "47 + 79 = 126", never "= 127"
+    # the notebook's m = 1 to 0.1 ms: 47.4 + 79.4 = 126.8 on stage 0, and each printed sum is of the printed parts
     naive = row(1, 0.265, [(0.0474, 0.0794), (0.0423, 0.0888)])
     m2 = row(2, 0.187, [(0.040, 0.075), (0.043, 0.083)])
     text = P.stage_cost_lines([naive, m2])
-    assert "stage 0: F 47 ms + B 79 ms = 126 ms; stage 1: F 42 + B 89 = 131 ms" in text
-    assert "best speedup of this compute (257 ms at m = 1)" in text and "in GPipe's order" in text
-    # the ratio of the printed sums, 131 / 126 = 1.04, not of the unrounded ones (131.1 / 126.8 = 1.03)
-    assert "stage 1 takes ×1.04 the other's time" in text
+    assert "stage 0: F 47.4 ms + B 79.4 ms = 126.8 ms; stage 1: F 42.3 + B 88.8 = 131.1 ms" in text
+    assert "best speedup of this compute (257.9 ms at m = 1)" in text and "in GPipe's order" in text
+    # the ratio of the printed sums, 131.1 / 126.8 = 1.03
+    assert "stage 1 takes ×1.03 the other's time" in text
     # the table's "against it" is m = 1's compute over the step, ÷ the bound: at m = 1 the share computed (0.97),
     # and m = 2 against the bound's step 0.2579 / 1.31 = 0.197 s: 1.05, where the whole step's ratio gave 1.08
     table = P.gpipe_table([naive, m2])
     assert "(a ratio of compute times, the speedup one of whole steps)" in table   # why a speedup may pass its bound
     line1, line2 = table.splitlines()[1:3]
     assert line1.split()[-2] == "0.97" and line2.split()[-2] == "1.05"
-    # the compute is printed as the stages' printed figures summed (126 + 131 = 257), in every line that names it
-    assert ("against it = the bound's step (compute alone: m = 1's compute, 257 ms of its 265 ms step, ÷ bound) ÷ the "
+    # the compute is printed as the stages' printed figures summed (126.8 + 131.1 = 257.9), in every line that names it
+    assert ("against it = the bound's step (compute alone: m = 1's compute, 257.9 ms of its 265.0 ms step, ÷ bound) ÷ the "
             "measured step") in table and "compute against compute" not in table
-    assert "efficiency above 1.00 at m = 2 by the medians" in table and "m = 1's median step exceeds the sum of its compute's four medians by 8 ms (a difference of medians" in table
+    assert "efficiency above 1.00 at m = 2 by the medians" in table and "m = 1's median step exceeds the sum of its compute's four medians by 7.1 ms (a difference of medians" in table
     # a time outside the compute that is the same at every m pulls the whole-step speedup below the compute ratio
     # ((C1 + O)/(C2 + O) < C1/C2), so it cannot explain an efficiency above 1: the facts are given, not as its cause
     assert "measured beside it, not offered as its cause" in table
@@ -99,11 +99,11 @@ def test_printed_sums_add_up_and_the_bound_compares_compute_with_compute():
     assert "the pieces took ×0.93 m = 1's compute time at m = 2" in table   # (0.040 + 0.075 + 0.043 + 0.083) / 0.2579
     naive["message_s"], naive["message_bytes"] = [0.00127, 0.0016], 4096 * 1024
     assert "m = 1's two 4096 KiB messages go one after the other, 2.5 ms at their fastest alone)" in P.gpipe_table([naive, m2])
-    # messages alone longer than the step's time outside its compute (8 ms): said, not left as a silent contradiction
+    # messages alone longer than the step's time outside its compute (7.1 ms): said, not left as a silent contradiction
     naive["message_s"] = [0.0045]
-    assert "9.0 ms at their fastest alone, more than those 8 ms: the step and each part" in P.gpipe_table([naive, m2])
+    assert "9.0 ms at their fastest alone, more than those 7.1 ms: the step and each part" in P.gpipe_table([naive, m2])
     assert "at m = 1 the share of its step the compute took" in table and "below 1.00 at m = 1" not in table
-    assert "the stages computed 257 ms of its 265 ms step" in P.gap_lines([naive, m2])
+    assert "the stages computed 257.9 ms of its 265.0 ms step" in P.gap_lines([naive, m2])
     assert "efficiency above" not in P.gpipe_table([naive, row(2, 0.21, [(0.040, 0.075), (0.043, 0.083)])])
     # gap_lines' imbalance and gap are differences of the printed steps: 198.6 → 199 and 202.4 → 202 give +3, not +4
     base = row(1, 0.27, [(0.0, 0.1324), (0.0, 0.1324)])   # 264.8 ms of compute: equal stages 198.6 ms at m = 2
@@ -124,17 +124,17 @@ def _gap_row(m, step, f, b, msg=None):
 
 
 def test_gap_lines_outside_estimate_is_the_printed_figures_difference():
-    # m = 1: compute parts 64.4 + 65.3 ms per stage print as 64 + 65, so 258 ms of a 267.6 → 268 ms step, "the other
-    # 10 ms"; its two 1.47 ms messages print as 2.9 ms; the estimate is 10 − 2.9 = +7.1, not 267.6 − 259.4 − 2.94 = +5.3
+    # m = 1: compute parts 64.4 + 65.3 ms per stage, 259.4 ms of a 267.6 ms step, "the other 8.2 ms"; its two 1.47 ms
+    # messages print as 2.9 ms; the estimate is the difference of the printed figures, 8.2 − 2.9 = +5.3
     row = _gap_row
     naive = row(1, 0.2676, 0.0644, 0.0653, msg=0.00147)
     text = P.gap_lines([naive, row(4, 0.2, 0.0644, 0.0653, msg=0.0004)])
-    assert "the stages computed 258 ms of its 268 ms step" in text and "so the other 10 ms" in text
-    assert "(those other ms less its two messages): +7.1" in text and "+5.3" not in text
-    # no messages timed: the whole printed 10 ms
+    assert "the stages computed 259.4 ms of its 267.6 ms step" in text and "so the other 8.2 ms" in text
+    assert "(those other ms less its two messages): +5.3" in text
+    # no messages timed: the whole printed 8.2 ms
     naive.pop("message_s")
     text = P.gap_lines([naive, row(4, 0.2, 0.0644, 0.0653)])
-    assert "(those other ms, messages included): +10.0" in text
+    assert "(those other ms, messages included): +8.2" in text
 
 
 def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot():
@@ -169,3 +169,19 @@ def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot
     assert text.splitlines()[-1] == "at m = 4 the gap lies within the estimates' range"
     text = P.gap_lines([naive, row(4, 0.271, 0.1, 0.1)])   # one figure: "by 1.0 ms", not "by 1.0 to 1.0 ms"
     assert text.splitlines()[-1].startswith("the estimates together fall short of the gap at m = 4 (by 1.0 ms): ")
+
+
+def test_a_compute_shorter_than_its_step_never_prints_as_long():
+    """01 at batch 256: four parts of 12.6 ms, rounded to whole ms, printed "52 ms of its 52 ms step" beside "against
+    it" 0.97 (50.4 / 51.9); to 0.1 ms the printed compute stays below the printed step."""
+    def row(m, step, f, b):
+        r = {"microbatches": m, "microbatch_rows": 256 // m, "step_s": step, "step_rounds": [step],
+             "step_range": (step, step), "speedup": 0.0519 / step, "ideal_speedup": P.ideal_speedup(m),
+             "compute_rounds": [[{"F": f, "B": b}]] * 2}
+        r["efficiency"] = r["speedup"] / r["ideal_speedup"]
+        return r
+    naive, m2 = row(1, 0.0519, 0.0126, 0.0126), row(2, 0.040, 0.007, 0.007)
+    table = P.gpipe_table([naive, m2])
+    assert table.splitlines()[1].split()[-2] == "0.97"
+    assert "50.4 ms of its 51.9 ms step" in table and "the stages computed 50.4 ms of its 51.9 ms step" in P.gap_lines([naive, m2])
+    assert "stage 0: F 12.6 ms + B 12.6 ms = 25.2 ms" in P.stage_cost_lines([naive, m2])

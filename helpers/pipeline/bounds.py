@@ -70,7 +70,7 @@ def beyond_bound_lines(rows: list[dict]) -> str:
                     "cannot explain (added to both steps, it only lowers the ratio)")   # library rows: the equal-cost ideal
         else:
             line = (f"{who}: the step, {1e3 * r['step_s']:.0f} ms, is shorter than the bound's, "
-                    f"{1e3 * bound_step(base, m):.0f} ms (m = 1's compute, {compute_ms(base)} ms, ÷ the bound with these "
+                    f"{1e3 * bound_step(base, m):.0f} ms (m = 1's compute, {compute_ms(base):.1f} ms, ÷ the bound with these "
                     f"stages' costs, {bound:.2f}×): {against:.2f} of it by the medians\n  (speedup over the whole m = 1 "
                     f"step {r['speedup']:.2f}×, efficiency {r['efficiency']:.2f} against the equal-cost ideal, "
                     f"{r['ideal_speedup']:.2f}×)")
@@ -107,10 +107,11 @@ def beyond_bound_lines(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def compute_ms(base: dict) -> int:
-    """m = 1's compute as printed: the four parts' medians (``stage_costs``) each rounded to a ms, summed, so that it
-    equals the sum of the per-stage figures ``stage_cost_lines`` prints (01)."""
-    return sum(round(1e3 * t) for c in stage_costs(base) for t in c)
+def compute_ms(base: dict) -> float:
+    """m = 1's compute as printed: the four parts' medians (``stage_costs``) each rounded to 0.1 ms, summed, so that
+    it equals the sum of the per-stage figures ``stage_cost_lines`` prints (01). Tenths, not whole ms: four parts
+    rounded up by up to 0.5 ms each could print a compute as long as a step it takes 0.97 of."""
+    return round(sum(round(1e3 * t, 1) for c in stage_costs(base) for t in c), 1)
 
 
 def stage_costs(base: dict) -> list[tuple[float, float]]:
@@ -176,10 +177,11 @@ def stage_cost_lines(rows: list[dict], products: list[int] | None = None, forwar
     """
     (f0, b0), (f1, b1) = costs = stage_costs(rows[0])
     slow = max((0, 1), key=lambda s: sum(costs[s]))
-    ms = [[round(1e3 * t) for t in c] for c in costs]   # sums of the printed values, so each printed sum adds up
-    lines = [f"m = 1, inside the step (median of {len(rows[0]['step_rounds'])} rounds): stage 0: F {ms[0][0]} ms + "
-             f"B {ms[0][1]} ms = {sum(ms[0])} ms; stage 1: F {ms[1][0]} + B {ms[1][1]} = "
-             f"{sum(ms[1])} ms: stage {slow} takes ×{sum(ms[slow]) / sum(ms[1 - slow]):.2f} the other's time (of the sums as printed)"]
+    ms = [[round(1e3 * t, 1) for t in c] for c in costs]   # sums of the printed values, so each printed sum adds up
+    tot = [round(sum(c), 1) for c in ms]
+    lines = [f"m = 1, inside the step (median of {len(rows[0]['step_rounds'])} rounds): stage 0: F {ms[0][0]:.1f} ms + "
+             f"B {ms[0][1]:.1f} ms = {tot[0]:.1f} ms; stage 1: F {ms[1][0]:.1f} + B {ms[1][1]:.1f} = "
+             f"{tot[1]:.1f} ms: stage {slow} takes ×{tot[slow] / tot[1 - slow]:.2f} the other's time (of the sums as printed)"]
     if products:
         pairs = ([("forward", f1 / f0, forward)] if forward else []) + [("backward", b1 / b0, products)]
         for kind, measured, n in pairs:
@@ -199,7 +201,7 @@ def stage_cost_lines(rows: list[dict], products: list[int] | None = None, forwar
         else:
             lines.append(f"both ratios lie within {COUNT_TOLERANCE:.0%} of their counts ({dev}, of the unrounded ratios): "
                          "here the times follow the count")
-    lines.append(f"best speedup of this compute ({sum(ms[0]) + sum(ms[1])} ms at m = 1) with these costs in GPipe's order "
+    lines.append(f"best speedup of this compute ({round(tot[0] + tot[1], 1):.1f} ms at m = 1) with these costs in GPipe's order "
                  "(per phase: the slower stage's work + one micro-batch of the other's), beside the equal-cost ideal:\n  "
                  + ", ".join(f"m = {r['microbatches']}: {stage_bound(rows[0], r['microbatches']):.2f}× "
                              f"({r['ideal_speedup']:.2f}×)" for r in rows[1:]))
@@ -213,7 +215,8 @@ def backward_wait_line(row: dict, stage: int = 0, base: dict | None = None) -> s
     In GPipe's backward phase stage 1 runs its backwards back to back and B0.i waits for B1.i's gradient.
     If each backward piece took its stage's mean in that round, stage 0 would sit idle the difference
     of the two means before each of its backwards but the first: (m − 1) times it in all. The
-    rest of the idle time (the messages' delivery, uneven pieces) is not separated. With ``base``
+    rest of the idle time is not attributed: the run times neither the messages' delivery nor each
+    piece's own wait, the candidates it names. With ``base``
     (the m = 1 row), the pieces' ratio is printed beside the whole backward's at m = 1.
     """
     spans = sorted((a, b) for s, k, _, a, b in row["events"] if s == stage and k == "B")
@@ -226,8 +229,8 @@ def backward_wait_line(row: dict, stage: int = 0, base: dict | None = None) -> s
     slower = (len(spans) - 1) * max(0.0, mean[1] - mean[0])
     if slower <= 0:
         return line + ("; stage 1's backward pieces were not slower than stage 0's on average in that round, so their "
-                       "means do not account for it: the messages' delivery and uneven pieces, which this run does not "
-                       "separate, do")
+                       "means do not account for it; this run does not say what does (candidates it does not time: the "
+                       "messages' delivery, pieces of uneven length)")
     d = round(1e3 * (mean[1] - mean[0]), 2)   # ms, as printed: the product and the rest below are taken from it
     slower, wait_ms = (len(spans) - 1) * d, round(1e3 * wait, 1)
     whole = ""
@@ -237,7 +240,7 @@ def backward_wait_line(row: dict, stage: int = 0, base: dict | None = None) -> s
     return line + (f";\n  stage 1's backward pieces took ×{mean[1] / mean[0]:.2f} stage 0's in that round{whole}, and each B0.i waits "
                    f"for B1.i's gradient: at the two stages' means that makes stage 0 wait {d:.2f} ms before each "
                    f"backward but the first, {len(spans) - 1} × {d:.2f} = {slower:.2f} ms of the {wait_ms:.1f} ms, "
-                   + (f"{slower / wait_ms:.0%} of the idle time; the rest ({wait_ms - slower:.2f} ms) is not split further here (the "
-                      "messages' delivery, uneven pieces)" if slower < 0.995 * wait_ms
-                      else "all of the idle time" if slower <= 1.005 * wait_ms
-                      else "more than the idle time (the pieces were uneven)"))
+                   + (f"{slower / wait_ms:.0%} of the idle time; the rest ({wait_ms - slower:.2f} ms) this run does not "
+                      "attribute (candidates it does not time: the messages' delivery, pieces of uneven length)"
+                      if slower < 0.995 * wait_ms else "all of the idle time" if slower <= 1.005 * wait_ms
+                      else "more than the idle time, so the pieces did not each take their stage's mean"))

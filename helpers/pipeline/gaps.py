@@ -32,19 +32,20 @@ def gap_lines(rows: list[dict]) -> str:
     """
     base = rows[0]
     c1 = sum(f + b for f, b in stage_costs(base))
-    step1, c1_ms = round(1e3 * base["step_s"]), compute_ms(base)
+    step1, c1_ms = round(1e3 * base["step_s"], 1), compute_ms(base)
+    other_ms = round(step1 - c1_ms, 1)   # printed: the step less its compute, both to 0.1 ms
     msg1 = 2 * min(base["message_s"]) if "message_s" in base else None
     msg1_ms = round(1e3 * msg1, 1) if msg1 is not None else 0.0
-    raw_ms = round(step1 - c1_ms - msg1_ms, 1)   # of the printed figures: step1 − c1_ms is printed below
+    raw_ms = round(other_ms - msg1_ms, 1)   # of the printed figures: other_ms is printed below
     outside_ms = max(0.0, raw_ms)   # below zero it is no duration: the medians, taken apart, do not resolve it
     lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
-             f"m = 1: the stages computed {c1_ms} ms of its {step1} ms step; the bound pipelines that compute only, "
-             f"so the other {step1 - c1_ms} ms (the median step less the four parts' medians, each taken over the rounds "
+             f"m = 1: the stages computed {c1_ms:.1f} ms of its {step1:.1f} ms step; the bound pipelines that compute only, "
+             f"so the other {other_ms:.1f} ms (the median step less the four parts' medians, each taken over the rounds "
              "apart: zero_grad, the SGD update, its two messages, waiting, and the rounds' spread) are not in it"
              + (f" (its two messages alone took {round(1e3 * msg1, 1):.1f} ms at their fastest, more than those "
-                f"{step1 - c1_ms} ms: the step and each part of its compute are medians of {len(base['step_rounds'])} "
+                f"{other_ms:.1f} ms: the step and each part of its compute are medians of {len(base['step_rounds'])} "
                 "rounds, taken apart, and a message inside the step need not cost what it cost alone)"
-                if msg1 is not None and round(1e3 * msg1, 1) > step1 - c1_ms else "")]
+                if msg1 is not None and round(1e3 * msg1, 1) > other_ms else "")]
     residuals = []   # (m, gap less the estimates at most, at least, the same less the outside term)
     for r in rows[1:]:
         m = r["microbatches"]
@@ -68,7 +69,7 @@ def gap_lines(rows: list[dict]) -> str:
         said = (f"        estimates in ms (not shares of the gap): the pieces at ×{k:.2f}: {p_ms:+.1f}; "
                 + (f"the step's parts outside its compute, if they took m = 1's {outside_of}: {o_ms:+.1f}\n        "
                    if raw_ms >= 0 else f"the step's parts outside its compute: not estimated, counted +0.0 (m = 1's other "
-                   f"{step1 - c1_ms} ms" + (f" less its two messages' {msg1_ms:.1f} ms" if msg1 is not None else "")
+                   f"{other_ms:.1f} ms" + (f" less its two messages' {msg1_ms:.1f} ms" if msg1 is not None else "")
                    + f" is {raw_ms:+.1f}, below zero: medians taken apart)\n        "))
         if "message_s" in r:   # each size's fastest round (message_lines)
             one = min(r["message_s"])

@@ -32,7 +32,7 @@ def gpipe_table(rows: list[dict]) -> str:
     lines.append("key: speedup = the m = 1 median step ÷ this m's; ideal (equal stages) = 2m/(m + 1); efficiency = "
                  "speedup ÷ ideal" + ("; bound (these stages) = the best speedup of m = 1's compute with the two stages' "
                                       f"measured costs (a ratio of compute times, the speedup one of whole steps); against it = the bound's step (compute alone: m = 1's compute, "
-                                      f"{compute_ms(rows[0])} ms of its {1e3 * rows[0]['step_s']:.0f} ms step, ÷ bound) ÷ "
+                                      f"{compute_ms(rows[0]):.1f} ms of its {1e3 * rows[0]['step_s']:.1f} ms step, ÷ bound) ÷ "
                                       "the measured step, at m = 1 the share of its step the compute took (above 1 where the sum of the four parts' "
                                       "medians, taken apart, exceeds the median step)" if staged else "")
                  + "; bubble (model) = (p − 1)/(m + p − 1), each stage's idle share in GPipe's model")
@@ -44,12 +44,13 @@ def gpipe_table(rows: list[dict]) -> str:
         if staged:
             base = rows[0]
             line += (f": m = 1's median step exceeds the sum of its compute's four medians by "
-                     f"{round(1e3 * base['step_s']) - compute_ms(base)} ms (a difference of medians, not one round's time)")
+                     f"{round(1e3 * base['step_s'], 1) - compute_ms(base):.1f} ms (a difference of medians, not one round's time)")
             if "message_s" in base:
-                out_ms, msg_ms = round(1e3 * base["step_s"]) - compute_ms(base), round(2e3 * min(base["message_s"]), 1)
+                out_ms = round(round(1e3 * base["step_s"], 1) - compute_ms(base), 1)
+                msg_ms = round(2e3 * min(base["message_s"]), 1)
                 line += (f" (m = 1's two {base['message_bytes'] // 1024} KiB messages go one after the other, "
                          f"{msg_ms:.1f} ms at their fastest alone"
-                         + (f", more than those {out_ms} ms: the step and each part of its compute are medians of "
+                         + (f", more than those {out_ms:.1f} ms: the step and each part of its compute are medians of "
                             f"{len(base['step_rounds'])} rounds, taken apart, and a message inside the step need not "
                             "cost what it cost alone)" if msg_ms > out_ms else ")"))
             line += "; inside the step the pieces took " + ", ".join(
@@ -80,7 +81,7 @@ def piece_model_lines(rows: list[dict], costs: list[dict]) -> str:
     lines = [("bound with these stages' costs" if staged else "ideal speedup") + f" ÷ piece cost (predicted; the piece cost is {alone} "
              "timed alone, not the pieces' time inside the step, which the gap lines use) against "
              + ("m = 1's compute ÷ the measured step (the bound's numerator is m = 1's compute, "
-                f"{compute_ms(rows[0])} of its {1e3 * rows[0]['step_s']:.0f} ms)" if staged else "the measured speedup")
+                f"{compute_ms(rows[0]):.1f} of its {1e3 * rows[0]['step_s']:.1f} ms)" if staged else "the measured speedup")
              + "; each range takes m = 1's rounds at their fastest and slowest too:"]
     short, above = [], []
     for r in rows[1:]:
