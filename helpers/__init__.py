@@ -6,7 +6,7 @@ and what belongs to one notebook:
 - ``core/``: the shared core: devices, data, models, the one training loop, measuring, plots,
   showing code, the self-check registry, the one logger, the language messages are said in
   (``set_language``). It imports no lesson.
-- ``dist/``: distributed plumbing: the backend and local-rank rules, the notebook launcher, demo
+- ``launching/``: distributed plumbing: the backend and local-rank rules, the notebook launcher, demo
   workers, torchrun and Ray on this machine.
 - one package per notebook (a *lesson*): ``setup`` (00), ``pipeline`` (01), ``data_parallel``
   (02), ``ddp`` (03), ``tuning`` (04), ``monitor`` (05), ``memory`` (06), ``transfer`` (07),

@@ -108,7 +108,7 @@ def _leftovers() -> list[psutil.Process]:
     processes (which `ray start` detaches), minus multiprocessing's resource tracker and fork server (not
     the ranks it forked) and wandb's service."""
     from helpers.core.procs import session_processes
-    from helpers.dist.ray_cluster import ray_temp_dir
+    from helpers.launching.ray_cluster import ray_temp_dir
 
     keep = ("resource_tracker", "wandb-core", "wandb_core", "wandb/bin")
     procs = {p.pid: p for p in psutil.Process().children(recursive=True)}

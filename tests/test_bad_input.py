@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from helpers import DigitsCNN, get_device, load_datasets, make_loaders, train
-from helpers.dist import launcher as L
-from helpers.dist import workers
+from helpers.launching import launcher as L
+from helpers.launching import workers
 from helpers import ddp, memory, pipeline, transfer, tuning
 from helpers.core.checks import check
 

@@ -44,7 +44,7 @@ def all_to_all_without_backend_support(rank, world_size):
 
 
 def test_all_to_all_falls_back_to_point_to_point_where_the_backend_lacks_it():
-    from helpers.dist import launch
+    from helpers.launching import launch
     res = launch(all_to_all_without_backend_support, nprocs=3, verbose=False)
     assert all(how == "isend/recv" for how, _ in res)
     assert [vals for _, vals in res] == [[10.0 * j + r for j in range(3)] for r in range(3)]
@@ -74,7 +74,7 @@ def recipe_ring_with_its_batches_recorded(rank, world_size):
 @pytest.mark.parametrize("n", [2, 3])
 def test_each_ring_step_posts_its_send_and_its_receive_together_in_one_batch(n):
     # under nccl a send posted alone may wait for its receiver, whose own receive waits behind its send (2 ranks: one peer)
-    from helpers.dist import launch
+    from helpers.launching import launch
     res = launch(recipe_ring_with_its_batches_recorded, nprocs=n, verbose=False)
     for rank, (batches, sent, received, waited, t) in enumerate(res):
         assert batches == [[("isend", (rank + 1) % n), ("irecv", (rank - 1) % n)]] * (2 * (n - 1))

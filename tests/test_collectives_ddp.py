@@ -124,7 +124,7 @@ def ddp_gaps(rank, world_size):
 
 @pytest.fixture(scope="module")
 def gaps():
-    from helpers.dist import launch
+    from helpers.launching import launch
     return launch(ddp_gaps, 2, timeout=180, verbose=False)
 
 

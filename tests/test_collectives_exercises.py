@@ -8,7 +8,7 @@ import torch
 
 from helpers.collectives import ring_model_time, ring_reduce_scatter
 from helpers.core.checks import verify
-from helpers.dist import launch
+from helpers.launching import launch
 
 N, ALPHA, BETA, SIZE = 8, 50e-6, 1e-9, 16e6   # exercise 1: 8 ranks, α = 50 µs, β = 1 ns per byte, 16 MB
 

@@ -24,7 +24,7 @@ def judge_every_answer(rank, world_size, fns):
 
 
 def test_the_ring_check_passes_rings_and_refuses_shortcuts_the_recipe_and_other_exchanges():
-    from helpers.dist import launch
+    from helpers.launching import launch
     ranks = launch(judge_every_answer, 4, args=((*RIGHT, *WRONG),), timeout=120, verbose=False)
     for fn in RIGHT:
         assert all(problem is None for r in ranks for _, problem in r[fn.__name__]), (fn.__name__, ranks)

@@ -72,7 +72,7 @@ def test_process_rounds_time_one_and_two_processes_in_turns():
 def test_process_rounds_stay_on_gloo_and_the_cpu_with_gpus(monkeypatch):
     """With 2 GPUs choose_backend(2) says nccl; the processes compared with CPU threads must stay on gloo/CPU."""
     from helpers.data_parallel import processes as P
-    from helpers.dist import ranks
+    from helpers.launching import ranks
     monkeypatch.setattr(ranks, "gpu_count", lambda: 2)
     monkeypatch.setattr(ranks.dist, "is_nccl_available", lambda: True)
     assert ranks.choose_backend(2) == "nccl"  # the mock took: the automatic choice would move them to the GPUs

@@ -97,7 +97,7 @@ def test_loopback_aliases_are_tried_not_assumed(monkeypatch):
             if address[0] != "127.0.0.1":
                 raise OSError(49, "Can't assign requested address")
             return super().bind(address)
-    from helpers.dist import torchrun
+    from helpers.launching import torchrun
     monkeypatch.setattr(torchrun.socket, "socket", MacSocket)
     assert ddp.loopback_aliases() is None and ddp.loopback_aliases(("127.0.0.1",)) == ("127.0.0.1",)
 
@@ -109,7 +109,7 @@ def test_run_torchrun_needs_one_local_addr_per_node():
 
 def test_simulated_nodes_on_one_machine_never_share_a_gpu(monkeypatch):
     """Two torchrun "nodes" on one machine: each its own GPUs, or the CPU (nccl refuses two ranks on one GPU)."""
-    from helpers.dist import torchrun
+    from helpers.launching import torchrun
     monkeypatch.setattr(torchrun, "gpu_count", lambda: 1)
     assert torchrun._node_gpus(0, 2, 1) == torchrun._node_gpus(1, 2, 1) == {"CUDA_VISIBLE_DEVICES": ""}
     monkeypatch.setattr(torchrun, "gpu_count", lambda: 4)
@@ -140,7 +140,7 @@ def test_equivalence_variants_share_one_launch_and_cpu_syncbatchnorm_is_refused_
 
 
 def test_accumulation_with_no_sync_all_reduces_once_and_reaches_the_same_step():
-    from helpers.dist import launch
+    from helpers.launching import launch
     ns = launch(ddp.no_sync_worker, 2, args=(3, 8), verbose=False, timeout=60)[0]
     # counted on a backward of its own (fifth read: not calls_plain // accum, which the next line would then restate);
     # DigitsCNN's 153 KB of gradients fit DDP's 1 MiB first bucket
@@ -170,7 +170,7 @@ def test_dividing_each_micro_batch_mean_by_their_number_is_the_whole_mean_only_f
 
 def test_no_sync_counts_buckets_after_ddp_rebuilds_them_on_a_model_over_one_mib():
     # sixth read: DDP's first backward uses one bucket whatever the size; counted there, a 2 MiB model read as 1
-    from helpers.dist import launch
+    from helpers.launching import launch
     ns = launch(ddp.no_sync_worker, 2, args=(3, 8, (16, 32), 1024), verbose=False, timeout=60)[0]
     assert ns["buckets_per_backward"] >= 2   # 512×1024 float32 weights alone are 2 MiB: over the 1 MiB first bucket
     assert ns["allreduce_calls_plain"] == 3 * ns["buckets_per_backward"]
@@ -186,7 +186,7 @@ def test_measure_scaling_needs_two_processes_or_more():
 
 def test_a_checkpoint_not_on_a_shared_filesystem_is_refused_on_every_rank(tmp_path):
     import re
-    from helpers.dist import launch
+    from helpers.launching import launch
     from launch_drills import checkpoint_per_node
     said = launch(checkpoint_per_node, 2, args=(str(tmp_path),), verbose=False, timeout=60)
     for rank in (0, 1):  # both ranks raise, so neither waits for the other in the next collective
@@ -199,7 +199,7 @@ def test_a_checkpoint_not_on_a_shared_filesystem_is_refused_on_every_rank(tmp_pa
 def test_the_two_node_rendezvous_port_stays_held_while_the_agents_start(monkeypatch):
     """run_torchrun hosts the rendezvous store itself: the port cannot be taken between choosing and using it."""
     import socket
-    from helpers.dist import torchrun
+    from helpers.launching import torchrun
     seen = []
 
     class Agent:
@@ -225,7 +225,7 @@ def test_the_two_node_rendezvous_port_stays_held_while_the_agents_start(monkeypa
 
 
 def test_how_the_launch_ended_follows_what_the_other_ranks_did():
-    from helpers.dist.failures import LaunchError
+    from helpers.launching.failures import LaunchError
     lost = LaunchError(1, "x", "rank 1: ValueError: bug", exits={0: 1, 1: 1},
                        errors={0: "Traceback\nRuntimeError: [pair.cc] Connection closed by peer", 1: "ValueError: bug"})
     text = ddp.how_the_launch_ended(lost, 0.53)

@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 
 from helpers import DigitsCNN, MLP, evaluate, make_loaders, train
 from helpers.core import device as hd
-from helpers.dist import ranks
+from helpers.launching import ranks
 
 
 @pytest.fixture
@@ -118,7 +118,7 @@ def test_launch_and_the_torchrun_script_use_the_one_backend_rule():
     import inspect
 
     from helpers.ddp import script as ddp_script
-    from helpers.dist import launcher as launch
+    from helpers.launching import launcher as launch
 
     for module in (launch, ddp_script):
         src = inspect.getsource(module)

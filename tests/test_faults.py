@@ -17,11 +17,11 @@ import pytest
 
 from conftest import is_rank, launched_children, read_lines
 from helpers import MLP, make_loaders
-from helpers.dist import launcher as L
-from helpers.dist import workers
+from helpers.launching import launcher as L
+from helpers.launching import workers
 from helpers import monitor as MO
 from helpers import tuning as T
-from helpers.dist import ray_cluster as RC
+from helpers.launching import ray_cluster as RC
 from helpers.core.data import load_digits_arrays
 
 
@@ -128,7 +128,7 @@ def test_the_rank_that_died_first_is_named_with_how(how, words):
 
 def test_a_script_without_a_main_guard_is_told_the_fix(tmp_path):
     script = tmp_path / "train.py"
-    script.write_text("from helpers.dist import launch\nfrom helpers.dist import workers\n"
+    script.write_text("from helpers.launching import launch\nfrom helpers.launching import workers\n"
                       "launch(workers.whoami, 2, verbose=False, timeout=60)\n")
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode != 0
@@ -143,8 +143,8 @@ def test_processes_a_rank_starts_end_with_the_launch():
 
 
 _LAUNCH_AND_HANG = """
-from helpers.dist import launch
-from helpers.dist import workers
+from helpers.launching import launch
+from helpers.launching import workers
 if __name__ == "__main__":
     import faulthandler
     faulthandler.dump_traceback_later(30)   # if the drill itself gets stuck, say where

@@ -12,8 +12,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from conftest import ROOT
 from helpers import MLP, make_loaders, train
-from helpers.dist import launcher as L
-from helpers.dist import workers
+from helpers.launching import launcher as L
+from helpers.launching import workers
 from helpers import tuning as T
 from helpers.core.checks import verify
 from helpers.core.data import load_digits_arrays

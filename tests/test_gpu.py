@@ -13,8 +13,8 @@ NPROCS = min(2, torch.cuda.device_count()) if torch.cuda.is_available() else 1
 
 
 def test_nccl_all_reduce_on_gpu_tensors():
-    from helpers.dist import workers
-    from helpers.dist import launch
+    from helpers.launching import workers
+    from helpers.launching import launch
 
     assert launch(workers.all_reduce_sum, NPROCS, backend="nccl", verbose=False, timeout=120) == \
         [float(sum(range(1, NPROCS + 1)))] * NPROCS
@@ -31,7 +31,7 @@ def test_ddp_equals_one_process_under_nccl():
 
 def test_ddp_training_under_nccl_uses_the_local_gpu(tmp_path):
     from helpers.ddp import no_sync_worker, train_worker
-    from helpers.dist import launch
+    from helpers.launching import launch
 
     runs = launch(train_worker, NPROCS, args=(2, 64, 3e-3, str(tmp_path / "ck.pt")), verbose=False, timeout=180)
     assert all(r["checkpoint_matches"] for r in runs)

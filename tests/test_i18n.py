@@ -173,7 +173,7 @@ def test_set_language_makes_the_self_checks_speak_korean_and_english_again(langu
 
 def test_the_launcher_and_device_errors_speak_korean(language):
     from helpers.core.device import get_device
-    from helpers.dist.launcher import check_importable
+    from helpers.launching.launcher import check_importable
 
     language("ko")
     with pytest.raises(ValueError, match="노트북 셀") as e:

@@ -1,4 +1,4 @@
-"""The notebook launcher (helpers.dist.launcher): results back, failures fast, hangs ended, no port collisions."""
+"""The notebook launcher (helpers.launching.launcher): results back, failures fast, hangs ended, no port collisions."""
 import os
 import subprocess
 import sys
@@ -9,9 +9,9 @@ import pytest
 
 from conftest import ROOT
 from conftest import launched_children as _children
-from helpers.dist import launcher as L
-from helpers.dist import ranks, startup
-from helpers.dist import workers
+from helpers.launching import launcher as L
+from helpers.launching import ranks, startup
+from helpers.launching import workers
 
 
 def test_results_come_back_by_rank():
@@ -134,7 +134,7 @@ def test_progress_is_plain_tqdm_outside_jupyter():
 
 def test_diagnose_names_the_cause_by_rule_not_by_arrival():
     """A signal first; else a rank gone without a traceback; else the lowest rank whose error is not a lost peer (03)."""
-    from helpers.dist.failures import _Run
+    from helpers.launching.failures import _Run
     lost = "Traceback ...\nRuntimeError: [pair.cc:534] Connection closed by peer [127.0.0.1]:1234"
     run = _Run(3)
     run.started = {0, 1, 2}

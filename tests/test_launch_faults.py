@@ -16,8 +16,8 @@ import pytest
 
 import launch_drills
 from conftest import is_rank, launched_children
-from helpers.dist import launcher as L
-from helpers.dist import relay, workers
+from helpers.launching import launcher as L
+from helpers.launching import relay, workers
 
 
 def _wait_for(predicate, seconds: float, what: str) -> None:
@@ -185,7 +185,7 @@ def test_stop_in_jupyter_shows_one_short_message_and_leaves_no_rank(tmp_path):
     km, kc = start_new_kernel(kernel_name=CURRENT_ENV_KERNEL_NAME, cwd=str(NOTEBOOKS))
     try:
         kernel = psutil.Process(km.provisioner.process.pid)
-        code = ("from helpers.dist import launch, workers\n"
+        code = ("from helpers.launching import launch, workers\n"
                 f"launch(workers.ignore_sigterm_and_hang, 2, args=({str(tmp_path)!r},), verbose=False, timeout=60)")
         msg_id = kc.execute(code)
         _wait_for(lambda: len(list(tmp_path.glob("ready.*"))) == 2, 60, "both ranks in the worker")

@@ -24,7 +24,7 @@ from helpers.core import checks
 PKG = Path(helpers.__file__).parent
 MODULES = sorted(p for p in PKG.rglob("*.py"))
 LESSONS = course.lessons()
-SHARED = {"core", "dist"}
+SHARED = {"core", "launching"}
 
 
 def _package(path: Path) -> str:
@@ -65,7 +65,7 @@ def test_the_core_and_the_plumbing_import_no_lesson(path):
     lessons = _imported_packages(path) & set(LESSONS)
     assert not lessons, f"{path.relative_to(PKG)} imports lesson(s) {lessons}; share through the core instead"
     if _package(path) == "core":
-        assert "dist" not in _imported_packages(path), f"{path.relative_to(PKG)}: the core does not import dist"
+        assert "launching" not in _imported_packages(path), f"{path.relative_to(PKG)}: the core does not import launching"
 
 
 def _upward_imports(path: Path) -> list[str]:
@@ -168,3 +168,11 @@ def test_every_public_helper_names_its_notebook_and_declares_its_return(qualname
         f"{qualname}: say which notebook it serves, e.g. '(03)'"
     if inspect.isfunction(obj):
         assert "return" in obj.__annotations__, f"{qualname} declares no return type"
+
+
+def test_no_package_has_a_name_tools_skip_as_build_output():
+    """pytest's norecursedirs, black's and ruff's excludes and Python .gitignore templates skip dist/, build/ and the
+    like: a package of that name drops out of test discovery, linters and structure drawings (issue #24)."""
+    skipped = {"dist", "build", "node_modules", "venv", "env", "site-packages", "__pypackages__"}
+    packages = {p.parent.name for p in PKG.rglob("__init__.py")}
+    assert not packages & skipped, f"rename {sorted(packages & skipped)}"

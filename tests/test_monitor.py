@@ -139,7 +139,7 @@ def test_callee_memory_line_says_what_was_measured_when_no_row_does():
 
 
 def test_ddp_logging_worker_logs_rank_0s_shard_and_returns_every_ranks_means(tmp_path):
-    from helpers.dist import launch
+    from helpers.launching import launch
 
     ranks = launch(MO.ddp_logging_worker, nprocs=2, args=(1, 64, 3e-3, str(tmp_path)), verbose=False)
     assert [r["rank"] for r in ranks] == [0, 1] and [r["batch_size"] for r in ranks] == [32, 32]

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from helpers import pipeline as P
-from helpers.dist import workers
-from helpers.dist import LaunchError, launch
+from helpers.launching import workers
+from helpers.launching import LaunchError, launch
 from conftest import launched_children as _children
 
 
@@ -92,7 +92,7 @@ def test_held_micro_batches_are_said_as_rows_of_the_batch():
 def test_piece_costs_are_timed_where_rank_0_computes(monkeypatch):
     # the pieces are timed on the device the two-process launch gives rank 0 (cuda:0 under nccl, else the CPU with
     # one thread), so the bound's GPU steps are never divided by CPU piece costs; the first line says where
-    import helpers.dist.ranks as ranks
+    import helpers.launching.ranks as ranks
     from helpers.pipeline import instruments
     seen = []
     real = ranks.choose_backend

@@ -22,7 +22,7 @@ import pytest
 from conftest import read_lines
 from helpers import tuning as T
 from helpers.core.procs import session_processes
-from helpers.dist import ray_cluster as RC
+from helpers.launching import ray_cluster as RC
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ if _DIR:
 # again on two nodes ("Run All again") and is killed with Ray running (the kernel dies, as in Jupyter).
 _RAY_KERNEL = textwrap.dedent('''
     import glob, os, sys, time
-    from helpers.dist import ray_cluster as rc
+    from helpers.launching import ray_cluster as rc
     import ray
 
     def a_job_and_the_dashboards_questions(session):
@@ -158,7 +158,7 @@ def test_ray_stays_offline_and_leaves_nothing_after_shutdown_nor_after_its_kerne
         runs = [line.split()[1:] for line in read_lines(proc.stdout, 2, 300, "session /")]
         assert len(runs) == 2, f"the kernel did not start Ray twice within 300 s: {runs}"
         (first, first_home, first_slow), (second, second_home, second_slow) = runs
-        assert first_slow == second_slow == "False"   # helpers.dist.ray_cluster._lean_env: no 1.7 s grammar per worker
+        assert first_slow == second_slow == "False"   # helpers.launching.ray_cluster._lean_env: no 1.7 s grammar per worker
         assert not session_processes(first), "Ray processes outlived shutdown_ray()"
         assert session_processes(second)                                   # running again
     finally:

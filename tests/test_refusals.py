@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from helpers import DigitsCNN, MLP, make_loaders, train
 from helpers.collectives import bus_bandwidth, run_reduce_scatter_check
 from helpers.core.checks import verify
-from helpers.dist.ranks import agree
+from helpers.launching.ranks import agree
 from helpers.sharding import comm_per_step, memory_per_rank, run_sharding, run_tp_block
 from helpers.sharding import strategies
 

@@ -162,7 +162,7 @@ def root_held_peak(rank, world_size, root_layers):
 def test_a_root_unit_with_parameters_adds_what_root_unit_extra_says(root_layers):
     """Cell 26's what-if: the root's all-gather output lives on until the first block's copy-out ends, so a root
     larger than a block adds 2 B × (2 root − layer) in bf16 (4 root − 2 layer bytes), not 2 B × root."""
-    from helpers.dist import launch
+    from helpers.launching import launch
     layer, root = 64 * 64 + 64, root_layers * (64 * 64 + 64)
     more = root_unit_extra(root, layer, "fp32")
     peaks = launch(root_held_peak, nprocs=2, args=(root_layers,), verbose=False)
@@ -177,7 +177,7 @@ def test_a_root_unit_with_parameters_adds_what_root_unit_extra_says(root_layers)
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run tests/gpu/run.sh there)")
 def test_nccl_ranks_are_bound_to_their_own_gpu():
     """The launcher passes device_id to init_process_group: nccl binds rank r to cuda:r instead of guessing."""
-    from helpers.dist import launch, workers
+    from helpers.launching import launch, workers
 
     n = min(2, torch.cuda.device_count())
     who = launch(workers.whoami, n, backend="nccl", verbose=False, timeout=120)

@@ -1,4 +1,4 @@
-"""Ray on this machine (helpers.dist.ray_cluster, helpers.tuning), without starting it: which trials and nodes get a
+"""Ray on this machine (helpers.launching.ray_cluster, helpers.tuning), without starting it: which trials and nodes get a
 GPU, and a cluster refused unless Ray uses token authentication."""
 import os
 
@@ -25,7 +25,7 @@ def test_only_the_two_node_cluster_gives_its_worker_no_gpu(monkeypatch, tmp_path
     """init_ray(nodes=1) leaves the GPUs to ray.init's detection; nodes=2 starts its worker with --num-gpus=0."""
     import ray
 
-    from helpers.dist import ray_cluster as RC
+    from helpers.launching import ray_cluster as RC
 
     calls = []
     monkeypatch.setattr(RC, "_WATCHDOG", None)
@@ -83,7 +83,7 @@ def no_cluster_start(monkeypatch):
     """init_ray as far as its checks: Ray looks stopped, and starting it fails the test."""
     import ray
 
-    from helpers.dist import ray_cluster as RC
+    from helpers.launching import ray_cluster as RC
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(RC, "_start_ray", lambda *a, **k: pytest.fail("init_ray started Ray despite the refusal"))
@@ -142,7 +142,7 @@ _KERNEL = """
 import os, sys, ray, helpers
 before = dict(os.environ)
 import helpers.tuning
-from helpers.dist import ray_cluster as rc
+from helpers.launching import ray_cluster as rc
 print(dict(os.environ) == before, "RAY_AUTH_MODE" in os.environ)
 rc.reread_ray_config = rc.reread_ray_config if sys.argv[1] == "reread" else lambda: None
 rc._start_ray = lambda *a: print("started")

@@ -15,8 +15,8 @@ import torch.distributed as dist
 
 from ..core.i18n import tr
 from ..core.measure import fit_alpha_beta, max_abs_diff  # fit_alpha_beta: exported here too (08)
-from ..dist.launcher import launch
-from ..dist.ranks import agree, local_device
+from ..launching.launcher import launch
+from ..launching.ranks import agree, local_device
 from .ring_exercise import MessageLog
 from .recipe import _exchange, ring_all_reduce, ring_all_reduce_naive, ring_reduce_scatter
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..core.answers import untouched_skeleton
 from ..core.checks import Exercise
-from ..dist.launcher import describe_launch
+from ..launching.launcher import describe_launch
 from .instruments import SWEEP_SIZES, run_sweep
 from .ring_exercise import CHECK_RANKS, run_reduce_scatter_check
 from .scratch_ddp import run_scratch_ddp
@@ -14,7 +14,7 @@ NOTEBOOK = "08_collectives"
 
 def _reduce_scatter_behaviour(fn) -> str | None:
     """The student's ring reduce-scatter on 4 ranks, then on 3, judged message by message and by its result (08)."""
-    from ..dist.failures import LaunchError
+    from ..launching.failures import LaunchError
     from .stall import RingDeadlock
 
     if untouched_skeleton(fn):  # nothing to run yet: the check says ⏳ without starting processes

@@ -24,8 +24,8 @@ import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
 from ..core.i18n import tr
-from ..dist.launcher import LaunchError, check_importable, launch
-from ..dist.ranks import local_device
+from ..launching.launcher import LaunchError, check_importable, launch
+from ..launching.ranks import local_device
 from .stall import StallWatch, gave_up, watch_ranks
 
 __all__ = ["MessageLog", "judge_ring", "waited_before_receiving", "reduce_scatter_check_worker", "run_reduce_scatter_check",

@@ -16,9 +16,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..core.measure import max_abs_diff
 from ..core.models import MLP
-from ..dist.launcher import launch
-from ..dist.ranks import agree, local_device
-from ..dist.throughput import rank_share
+from ..launching.launcher import launch
+from ..launching.ranks import agree, local_device
+from ..launching.throughput import rank_share
 from .instruments import seconds_per_call
 from .recipe import OverlappedDDP, allreduce_gradients, allreduce_gradients_bucketed, make_buckets
 

@@ -266,7 +266,7 @@ def _check_exploding(first: float, now: float, opt: torch.optim.Optimizer, batch
 
 def _can_draw() -> bool:
     """Whether a live progress bar can be seen: in a Jupyter kernel, on a terminal, or in a launched rank whose
-    output the launcher shows in the notebook (helpers.dist.relay)."""
+    output the launcher shows in the notebook (helpers.launching.relay)."""
     if os.environ.get("BEYOND_ONE_GPU_RELAYED") == "1":
         return True
     try:

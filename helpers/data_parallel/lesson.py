@@ -6,7 +6,7 @@ from typing import Callable
 
 from ..core.checks import Exercise
 from ..core.device import hardware_label
-from ..dist.throughput import run_throughput
+from ..launching.throughput import run_throughput
 from .instruments import run_four_steps
 from .speed import thread_variants, time_four_steps
 

@@ -18,8 +18,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..core.data import digits_batch
 from ..core.models import DigitsCNN
-from ..dist.launcher import launch
-from ..dist.ranks import agree
+from ..launching.launcher import launch
+from ..launching.ranks import agree
 
 __all__ = ["process_rounds", "PROCESS_BACKEND"]
 

@@ -10,9 +10,9 @@ from torch.utils.data import DistributedSampler
 from ..core.data import digits_batch
 from ..core.measure import max_abs_diff
 from ..core.models import DigitsCNN
-from ..dist.launcher import launch
-from ..dist.ranks import choose_backend, local_device
-from ..dist.throughput import BucketCounter, rank_share
+from ..launching.launcher import launch
+from ..launching.ranks import choose_backend, local_device
+from ..launching.throughput import BucketCounter, rank_share
 from .recipe import accumulate_with_no_sync, ddp_wrap
 
 __all__ = ["sampler_indices", "format_sampler_table", "equivalence_worker", "run_ddp_equivalence_check",
@@ -229,12 +229,12 @@ def throughput_table(rows: list[dict]) -> str:
 def how_the_launch_ended(err, seconds: float) -> str:
     """What each other rank did after the cause of a failed launch, and what the time printed holds (03).
 
-    Generated from the :class:`~helpers.dist.failures.LaunchError`: ``exits`` (``None``: still running when the
+    Generated from the :class:`~helpers.launching.failures.LaunchError`: ``exits`` (``None``: still running when the
     launcher stopped listening, so it ended that rank) and ``errors`` (a traceback naming a lost connection,
     ``PEER_LOST``, is a consequence of another rank's leaving).
     """
-    from ..dist.failures import PEER_LOST
-    from ..dist.launcher import SETTLE
+    from ..launching.failures import PEER_LOST
+    from ..launching.launcher import SETTLE
     lines, still = [], []
     for r in sorted(x for x in err.exits if x != err.rank):
         code, tb = err.exits[r], err.errors.get(r, "")

@@ -7,8 +7,8 @@ from typing import Callable, Iterator
 
 from ..core.checks import Exercise
 from ..core.device import hardware_label
-from ..dist.ranks import choose_backend
-from ..dist.throughput import run_throughput
+from ..launching.ranks import choose_backend
+from ..launching.throughput import run_throughput
 from .instruments import run_ddp_equivalence_check
 
 

@@ -22,7 +22,7 @@ from ..core.logger import Monitor
 from ..core.measure import seed_everything
 from ..core.models import DigitsCNN
 from ..core.train import train
-from ..dist.ranks import local_device
+from ..launching.ranks import local_device
 
 __all__ = ["ddp_wrap", "accumulate_with_no_sync", "require_same_file", "train_worker"]
 

@@ -16,9 +16,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..core.data import digits_batch
 from ..core.models import DigitsCNN
-from ..dist.launcher import launch
-from ..dist.ranks import agree, local_device
-from ..dist.throughput import BucketCounter, rank_share
+from ..launching.launcher import launch
+from ..launching.ranks import agree, local_device
+from ..launching.throughput import BucketCounter, rank_share
 from .instruments import gloo_worker_threads
 from .recipe import ddp_wrap
 from .verdicts import _batch_lines, _names, _takeaway

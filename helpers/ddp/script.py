@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from ..dist.ranks import choose_backend, local_device, local_world_size
+from ..launching.ranks import choose_backend, local_device, local_world_size
 from .recipe import train_worker
 
 

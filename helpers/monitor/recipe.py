@@ -198,7 +198,7 @@ def ddp_logging_worker(rank: int, world_size: int, epochs: int, batch_size: int,
     from ..core.measure import seed_everything
     from ..core.models import DigitsCNN
     from ..core.train import train
-    from ..dist.ranks import local_device
+    from ..launching.ranks import local_device
 
     device = local_device()
     seed_everything(0)

@@ -14,8 +14,8 @@ import torch
 import torch.distributed as dist
 
 from ..core.measure import torch_threads
-from ..dist.launcher import launch
-from ..dist.ranks import agree, local_device
+from ..launching.launcher import launch
+from ..launching.ranks import agree, local_device
 from .recipe import _check_split, gpipe_step, make_stages, synthetic_batch
 
 __all__ = ["rotated_rounds", "gpipe_worker", "ping_pong_rounds", "busy_share", "busy_overlap", "ideal_speedup",
@@ -180,7 +180,7 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
     slowest round on the same scale (the spread to read the median against), ``cost_rounds`` every round on it; ``ratio_range``: the
     ratio's range when m = 1's own rounds are taken at their fastest and slowest too.
     """
-    from ..dist.ranks import choose_backend
+    from ..launching.ranks import choose_backend
     device = torch.device(device) if device is not None else local_device(choose_backend(2))
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda *a: None)
     stage = make_stages(width, depth)[0].to(device)

@@ -6,7 +6,7 @@ from typing import Callable
 
 from ..core.checks import Exercise
 from ..core.device import hardware_label
-from ..dist.ranks import choose_backend
+from ..launching.ranks import choose_backend
 from .instruments import run_gpipe
 from .library import run_library
 

@@ -14,8 +14,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from ..dist.launcher import launch
-from ..dist.ranks import agree, local_device
+from ..launching.launcher import launch
+from ..launching.ranks import agree, local_device
 from .instruments import ideal_speedup, rotated_rounds
 from .recipe import _check_split, build_schedule, make_stages, schedule_step, synthetic_batch
 

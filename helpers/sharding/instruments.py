@@ -24,7 +24,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..core.measure import fit_alpha_beta
-from ..dist.ranks import agree, local_device
+from ..launching.ranks import agree, local_device
 from .recipe import make_model, shard_ddp, shard_fsdp2, shard_tp, shard_zero1
 
 __all__ = ["WIRE_FACTOR", "CollectiveBytes", "local_tensor", "rank_bytes", "ddp_bucket_bytes", "GatheredPeak", "synthetic_regression", "train_step",

@@ -7,7 +7,7 @@ import time
 from typing import Callable
 
 from ..core.checks import Exercise
-from ..dist.launcher import describe_launch
+from ..launching.launcher import describe_launch
 from .recipe import BYTES_PER_PARAM, SHARDED, memory_per_rank, model_parameters
 from .strategies import run_sharding, run_tp_block
 

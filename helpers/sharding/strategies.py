@@ -18,8 +18,8 @@ from torch.distributed.device_mesh import init_device_mesh
 
 from ..core.i18n import tr
 from ..core.measure import max_abs_diff
-from ..dist.launcher import launch
-from ..dist.ranks import choose_backend, local_device
+from ..launching.launcher import launch
+from ..launching.ranks import choose_backend, local_device
 from .instruments import (BUILDERS, CollectiveBytes, GatheredPeak, best_time, comm_seconds, ddp_bucket_bytes, fit_link,
                           full_parameters, local_tensor, plain_rest, rank_bytes, reference_parameters, synthetic_regression, train_step)
 from .recipe import make_model, memory_per_rank, model_parameters, shard_ddp, shard_tp

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core.i18n import tr
-from ..dist.ray_cluster import keep_stop_handlers
+from ..launching.ray_cluster import keep_stop_handlers
 
 __all__ = ["METRIC", "MODE", "toy_objective", "grid_vs_random", "toy_1d", "bayes_opt_steps", "asha_rungs",
            "rung_decisions", "startup_of", "bohb_results_needed", "bohb_model_budgets", "bohb_results_per_budget",

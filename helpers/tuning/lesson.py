@@ -5,7 +5,7 @@ import tempfile
 
 from ..core.checks import Exercise
 from ..core.device import hardware_label
-from ..dist.ray_cluster import init_ray, shutdown_ray
+from ..launching.ray_cluster import init_ray, shutdown_ray
 from .recipe import run_tuner
 
 

@@ -1,6 +1,6 @@
 """Hyperparameter tuning with Ray Tune: the code notebook 04 teaches (its recipe), in today's API.
 
-All of the Ray API the course uses is here and in ``helpers.dist.ray_cluster``, so the next Ray
+All of the Ray API the course uses is here and in ``helpers.launching.ray_cluster``, so the next Ray
 release is a two-file change. Ray is imported lazily: importing ``helpers`` never starts it.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 from ..core.data import make_loaders
 from ..core.models import DigitsCNN
 from ..core.train import evaluate, train, train_one_epoch
-from ..dist.ray_cluster import _environ, keep_stop_handlers
+from ..launching.ray_cluster import _environ, keep_stop_handlers
 from .instruments import METRIC, MODE, summarize
 
 if TYPE_CHECKING:  # Ray is imported lazily: importing helpers never starts it

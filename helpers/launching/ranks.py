@@ -6,7 +6,7 @@ workers) asks these three functions, so the rules exist once:
 - :func:`choose_backend`: ``nccl`` when this node has one GPU for each of its processes, else
   ``gloo`` (CPU tensors, works everywhere);
 - :func:`local_rank`: the rank *on this node*, from ``LOCAL_RANK`` (``torchrun`` and
-  :func:`helpers.dist.launcher.launch` set it). The global rank decides who prints and saves; the
+  :func:`helpers.launching.launcher.launch` set it). The global rank decides who prints and saves; the
   local rank decides which GPU. On node 1 of two 4-GPU nodes, global rank 5 is local rank 1 and
   computes on ``cuda:1``: there is no ``cuda:5``.
 - :func:`local_device`: ``cuda:<local rank>`` under nccl, the CPU under gloo.

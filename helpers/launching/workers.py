@@ -1,7 +1,7 @@
 """Small worker functions for launched processes: demonstrations and failure drills (03, tests).
 
 Launched processes import the function they run, so workers live in a module like this one.
-Each is called as ``fn(rank, world_size, *args)`` by :func:`helpers.dist.launcher.launch`.
+Each is called as ``fn(rank, world_size, *args)`` by :func:`helpers.launching.launcher.launch`.
 """
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
 
     Example::
 
-        from helpers.dist import launch, workers
+        from helpers.launching import launch, workers
         launch(workers.all_reduce_sum, nprocs=4)   # [10.0, 10.0, 10.0, 10.0]
     """
     _refuse_during_bootstrap()

@@ -1,4 +1,4 @@
-"""The token that protects the Ray clusters :func:`~helpers.dist.ray_cluster.init_ray` starts (04).
+"""The token that protects the Ray clusters :func:`~helpers.launching.ray_cluster.init_ray` starts (04).
 
 The nodes of a cluster listen on the machine's IP; with Ray's token authentication, every node and
 this driver share one secret (``RAY_AUTH_MODE=token``, the secret in ``RAY_AUTH_TOKEN``), and Ray
