@@ -80,3 +80,27 @@ def test_self_check_correct_wrong_and_missing(capsys):
     assert "correct" in capsys.readouterr().out
     with pytest.raises(KeyError, match="no exercise called"):
         check("99.nothing", 1)
+
+
+def test_a_training_run_decides_its_device_once_and_never_probes_the_hardware(monkeypatch):
+    """train → train_one_epoch → evaluate: one get_device (the run's decision), then the torch.device is passed down;
+    nothing on the way (nor hardware_label) runs the device table's probe (NVML, GPUtil's nvidia-smi) (#24)."""
+    from helpers import hardware_label
+    from helpers.core import device as D
+    from helpers.core import train as T
+
+    def probe(*a, **k):
+        raise AssertionError("the hardware probe ran while deciding a device")
+
+    for name in ("list_devices", "gpu_probe", "nvml_gpus", "gputil_gpus"):
+        monkeypatch.setattr(D, name, probe)
+    decided = []
+    real = T.get_device
+    monkeypatch.setattr(T, "get_device", lambda name=None: decided.append(name) or real(name))
+    loaders = make_loaders(256)
+    train(MLP(), loaders["train"], loaders["val"], epochs=2, device="cpu", progress=False)
+    assert decided == ["cpu"]
+    assert evaluate(MLP(), loaders["val"], torch.device("cpu"))["acc"] >= 0 and decided == ["cpu"]
+    assert hardware_label().startswith(("cpu", "cuda", "mps")) and D.get_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match=r"'cuda:99' does not exist here .*'cpu'"):
+        D.get_device("cuda:99")   # the error still lists what exists, from torch alone

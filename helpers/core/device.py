@@ -189,6 +189,12 @@ def device_table(devices: list[DeviceInfo] | None = None) -> str:
     return "\n".join(lines)
 
 
+def _present() -> list[str]:
+    """The device strings torch can use here, from torch alone (no NVML, no nvidia-smi): what an error lists."""
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    return ["cpu"] + [f"cuda:{i}" for i in range(gpu_count())] + (["mps"] if mps else [])
+
+
 def _best_device() -> torch.device:
     """cuda:0 if there is a GPU, else mps, else cpu: the one default in the course."""
     if gpu_count():
@@ -204,7 +210,8 @@ def get_device(name: str | None = None) -> torch.device:
     This is the one device decision of a notebook (its top cells call it once; everything after
     uses that ``device``). Helpers never call it to place a model: they compute where the model
     is (:func:`model_device`). Raises a ``ValueError`` that says what exists when ``name`` is
-    unknown or absent.
+    unknown or absent. It asks torch only: the full probe (NVML, GPUtil's ``nvidia-smi``, psutil) is
+    :func:`list_devices`, for the device table, never run to decide a device.
     """
     if name is None:
         return _best_device()
@@ -212,7 +219,7 @@ def get_device(name: str | None = None) -> torch.device:
         name = str(name)
     if not isinstance(name, str):
         raise TypeError(f"device must be a string such as 'cpu' or 'cuda:0', got {type(name).__name__}")
-    present = [d.name for d in list_devices()]
+    present = _present()
     try:
         dev = torch.device(name)
     except RuntimeError as e:

@@ -80,7 +80,10 @@ def evaluate(model: nn.Module, loader: DataLoader, device: torch.device | str | 
     if _REFUSE:
         _REFUSE[-1]((model, loader))
     _check_loader("loader", loader, "val")
-    device = model_device(model) if device is None else get_device(str(device))
+    if device is None:
+        device = model_device(model)
+    elif not isinstance(device, torch.device):  # a torch.device was decided by the caller: used as it is
+        device = get_device(device)
     was_training = model.training
     model.eval()
     total_loss, correct, n = 0.0, 0, 0
@@ -178,7 +181,7 @@ def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | N
     if device is None:
         device = model_device(model)
     else:
-        device = get_device(str(device))
+        device = get_device(str(device))   # the run's one device decision: every epoch below gets this torch.device
         model.to(device)
     opt = make_optimizer(model, optimizer, lr) if isinstance(optimizer, str) else optimizer
     _check_optimizer_owns(opt, model)
