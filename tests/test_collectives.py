@@ -92,7 +92,7 @@ def test_the_sweep_fits_the_step_over_every_size_and_keeps_each_size_s_worst_tim
     assert [r["bytes"] for r in rows] == list(sizes) and sweep["repeats"] == 2
     alpha, beta = fit_alpha_beta([r["bytes"] / 2 for r in rows], [r["step_s"] for r in rows])  # a fit, not one size's time
     assert (sweep["step_alpha_s"], sweep["step_beta_s_per_byte"]) == (alpha, beta)
-    assert all(r[k + "_worst"] >= r[k + "_s"] > 0 for r in rows for k in ("gloo", "ring", "step", "add"))
+    assert all(r[k + "_worst"] >= r[k + "_s"] > 0 for r in rows for k in ("library", "ring", "step", "add"))
     assert all(r["ring_model_s"] == pytest.approx(ring_model_time(r["bytes"], 2, alpha, beta, sweep["add_gamma_s_per_byte"]))
                for r in rows)
 

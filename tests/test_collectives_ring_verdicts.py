@@ -43,9 +43,9 @@ def test_an_excess_above_the_ring_s_fastest_call_is_not_called_a_cost_per_call()
 def _falling_ring(spread: float | None) -> dict:
     sweep = _ring_sweep([5.0, 1.0, 1.0, 1.0])  # the ring's 1 KiB time 5× its prediction: above its 4 KiB time
     for i, r in enumerate(sweep["sizes"]):
-        r["gloo_s"], r["step_s"] = 1e-4 * (i + 1), 1e-4 * (i + 1)
+        r["library_s"], r["step_s"] = 1e-4 * (i + 1), 1e-4 * (i + 1)
         if spread is not None:
-            r.update(gloo_worst=r["gloo_s"], step_worst=r["step_s"], ring_worst=r["ring_s"] * spread)
+            r.update(library_worst=r["library_s"], step_worst=r["step_s"], ring_worst=r["ring_s"] * spread)
     return sweep
 
 
@@ -61,7 +61,7 @@ def test_a_time_that_falls_as_the_bytes_grow_is_said_and_judged_by_its_repeats()
     assert "tested only where" not in text   # both lines are fitted over every size: nothing is left out
     steady = _ring_sweep([1.0, 1.0, 1.0, 1.0])
     for i, r in enumerate(steady["sizes"]):
-        r["gloo_s"], r["step_s"] = 1e-4 * (i + 1), 1e-4 * (i + 1)
+        r["library_s"], r["step_s"] = 1e-4 * (i + 1), 1e-4 * (i + 1)
     assert not any("a time falls" in line for line in ring_prediction_lines(steady))
 
 

@@ -10,7 +10,7 @@ def _sweep(small_ratio: float, large_ratio: float = 16.0) -> dict:
     t[sizes[-3]] = 1e-3
     t[sizes[-2]] = 1e-3 * large_ratio ** 0.5
     t[sizes[-1]] = 1e-3 * large_ratio
-    rows = [{"bytes": s, "gloo_s": t[s], "gloo_model_s": 1e-4 + s * 1e-9, "gloo_busbw_gbs": s / t[s] / 1e9}
+    rows = [{"bytes": s, "library_s": t[s], "library_model_s": 1e-4 + s * 1e-9, "library_busbw_gbs": s / t[s] / 1e9}
             for s in sizes]
     return {"sizes": rows, "alpha_s": 1e-4, "beta_s_per_byte": 1e-9}
 
@@ -84,8 +84,8 @@ def test_the_sizes_above_the_fitted_bandwidth_are_named():
     sweep["beta_s_per_byte"] = 1 / 16.0e9   # 1/β = 16 GB/s; 16 MiB in 16 ms gives 1.05 GB/s: below
     text = "\n".join(sweep_summary(sweep))
     assert "is above every size's bytes/time" in text and "misdescribes" not in text
-    sweep["sizes"][4]["gloo_s"] = 1e-3       # 256 KiB in 1 ms: 0.26 GB/s; 64 KiB in 0.1 ms: 0.66 GB/s
-    sweep["sizes"][-1]["gloo_s"] = 15e-3     # 16 MiB in 15 ms: 1.12 GB/s; 1 MiB and 4 MiB: 1.05 GB/s
+    sweep["sizes"][4]["library_s"] = 1e-3       # 256 KiB in 1 ms: 0.26 GB/s; 64 KiB in 0.1 ms: 0.66 GB/s
+    sweep["sizes"][-1]["library_s"] = 15e-3     # 16 MiB in 15 ms: 1.12 GB/s; 1 MiB and 4 MiB: 1.05 GB/s
     sweep["beta_s_per_byte"] = 1 / 1.1e9    # only 16 MiB reaches 1/β = 1.1 GB/s
     text = "\n".join(sweep_summary(sweep))
     assert "at 16 MiB bytes/time reaches 1.12 GB/s" in text and "misdescribes that size" in text
@@ -114,7 +114,7 @@ def test_a_fitted_alpha_above_the_fastest_time_is_said_with_the_reason_and_every
     sweep = _sweep(1.1)
     sweep["alpha_s"] = 2.5e-4
     for r in sweep["sizes"]:
-        r["gloo_model_s"] = 2.5e-4 + r["bytes"] * 1e-9
+        r["library_model_s"] = 2.5e-4 + r["bytes"] * 1e-9
     line = next(line for line in sweep_summary(sweep) if "fitted α" in line)
     assert line.startswith("the fitted α (250 µs) is above the fastest timed all_reduce (0.10 ms at 1 KiB)")
     assert "a least-squares line passes between the times, above some of them" in line
@@ -124,7 +124,7 @@ def test_a_fitted_alpha_above_the_fastest_time_is_said_with_the_reason_and_every
 
 def test_each_size_s_timed_over_line_ratio_is_printed_once_above_or_below():
     sweep = _sweep(1.1)
-    sweep["sizes"][3]["gloo_s"] = 1.4 * sweep["sizes"][3]["gloo_model_s"]   # 64 KiB above its line
+    sweep["sizes"][3]["library_s"] = 1.4 * sweep["sizes"][3]["library_model_s"]   # 64 KiB above its line
     text = "\n".join(sweep_summary(sweep))
     assert "×1.40 at 64 KiB" in text and text.count("64 KiB") == 1
     assert "fitted α" not in text   # no time below α = 0.1 ms

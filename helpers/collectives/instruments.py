@@ -6,7 +6,6 @@ cost model and convert times to bus bandwidth the way nccl-tests does.
 """
 from __future__ import annotations
 
-import time
 from typing import Callable, Sequence
 
 import numpy as np
@@ -16,7 +15,8 @@ import torch.distributed as dist
 from ..core.i18n import tr
 from ..core.measure import fit_alpha_beta, max_abs_diff  # fit_alpha_beta: exported here too (08)
 from ..launching.launcher import launch
-from ..launching.ranks import agree, local_device
+from ..launching.ranks import local_device
+from ..launching.timing import seconds_per_call, slowest_seconds_per_call, synchronize  # the first two exported here too (08)
 from .ring_exercise import MessageLog
 from .recipe import _exchange, ring_all_reduce, ring_all_reduce_naive, ring_reduce_scatter
 
@@ -146,40 +146,19 @@ def run_ring_check(nprocs: int = 4, numel: int = 10_000, timeout: float = 60) ->
     return launch(ring_check_worker, nprocs, args=(numel,), timeout=timeout, verbose=False)[0]
 
 
-def synchronize(device: torch.device) -> None:
-    """Wait for the device's queued work: CUDA runs kernels (nccl's too) after the call returns (08).
-
-    A timer that reads the clock without it measures how fast work is queued, not how fast it runs.
-    On a CPU there is nothing to wait for.
-    """
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def seconds_per_call(fn: Callable[[], object], inner: int, device: torch.device) -> float:
-    """Seconds per call of ``fn``, over ``inner`` calls, the device synchronised before and after (08)."""
-    synchronize(device)
-    t0 = time.perf_counter()
-    for _ in range(inner):
-        fn()
-    synchronize(device)
-    return (time.perf_counter() - t0) / inner
-
-
 def _best_times(fns: dict[str, Callable[[], object]], repeats: int, inner: int,
                 device: torch.device = torch.device("cpu")) -> dict[str, float]:
     """Best (over ``repeats``) of the slowest rank's seconds per call of each function, taken in turn.
 
     The functions alternate within every repeat, so a burst of outside load hits them alike; on a
-    GPU each timing waits for the device (:func:`seconds_per_call`).
+    GPU each timing waits for the device (:func:`helpers.launching.timing.slowest_seconds_per_call`).
     """
     best = {name: float("inf") for name in fns}
     for fn in fns.values():
         fn()  # warm-up: connections, allocations
     for _ in range(repeats):
         for name, fn in fns.items():
-            dist.barrier()
-            best[name] = min(best[name], agree(seconds_per_call(fn, inner, device), "max"))
+            best[name] = min(best[name], slowest_seconds_per_call(fn, inner, device))
     return best
 
 
@@ -190,16 +169,18 @@ def sweep_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int)
     addition of a received chunk are the ring's building blocks: timed alone, they give the α, β
     and γ of the ring model (:func:`ring_model_time`). Every repeat times every size in turn, in a
     fresh order each repeat, so neither a burst of outside load nor a place in the order (or the size
-    timed just before) falls on all repeats of one size; each time is the best of ``repeats`` (``<name>_worst``: the slowest). The tensors hold
-    zeros: every call sums or adds in place, and a sum of zeros stays zero (ones would double at
-    each call and overflow float32 to inf after 128 of them); they are asserted finite at the end.
+    timed just before) falls on all repeats of one size; each time is the best of ``repeats``
+    (``<name>_worst``: the slowest). ``library_s`` times ``dist.all_reduce``, the library's own, on
+    whichever backend runs (gloo or nccl). The tensors hold zeros: every call sums or adds in place,
+    and a sum of zeros stays zero (ones would double at each call and overflow float32 to inf after
+    128 of them); they are asserted finite at the end.
     """
     dev = local_device()
     plans, data = [], []
     for size in sizes:
         x = torch.zeros(size // 4, device=dev)
         part, recv = x[:size // 4 // world_size].clone(), torch.empty(size // 4 // world_size, device=dev)
-        fns = {"gloo_s": lambda x=x: dist.all_reduce(x), "ring_s": lambda x=x: ring_all_reduce(x),
+        fns = {"library_s": lambda x=x: dist.all_reduce(x), "ring_s": lambda x=x: ring_all_reduce(x),
                "step_s": lambda p=part, r=recv: _exchange(p, r), "add_s": lambda p=part, r=recv: p.add_(r)}
         for fn in fns.values():
             fn()  # warm-up: connections, allocations
@@ -209,8 +190,7 @@ def sweep_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int)
     for k in range(repeats):   # a fresh order each repeat, seeded by k, so the same on every rank
         for (size, inner, fns), t in [(plans[i], times[i]) for i in np.random.default_rng(k).permutation(len(plans))]:
             for name, fn in fns.items():
-                dist.barrier()
-                t[name].append(agree(seconds_per_call(fn, inner, dev), "max"))
+                t[name].append(slowest_seconds_per_call(fn, inner, dev))
     assert all(bool(torch.isfinite(a).all()) for ts in data for a in ts), "the timed tensors left the finite range"
     return [{"bytes": size, **{k: min(v) for k, v in t.items()}, **{k[:-2] + "_worst": max(v) for k, v in t.items()}}
             for (size, _, _), t in zip(plans, times)]
@@ -275,19 +255,19 @@ def run_sweep(sizes: Sequence[int] = SWEEP_SIZES, nprocs: int = 2, repeats: int 
     The ring's prediction (:func:`ring_model_time`) uses only the separately timed ring step (α, β
     fitted over all its sizes by :func:`fit_alpha_beta`, as for all_reduce) and chunk addition (γ, the
     large sizes' best), never the ring's own times; ``ring_prediction_error`` is its largest relative
-    error at ``≥ big`` bytes, and ``ring_vs_gloo_busbw`` the ring's lowest bus bandwidth there as a
+    error at ``≥ big`` bytes, and ``ring_vs_library_busbw`` the ring's lowest bus bandwidth there as a
     fraction of all_reduce's. Each row also holds ``step_model_s`` (the step line at that size) and
     ``ring_parts_s`` (the ring predicted from that size's measured step and addition, no line).
     """
     rows = launch(sweep_worker, nprocs, args=(list(sizes), repeats), timeout=timeout, verbose=False)[0]
     b = [r["bytes"] for r in rows]
-    alpha, beta = fit_alpha_beta(b, [r["gloo_s"] for r in rows])
+    alpha, beta = fit_alpha_beta(b, [r["library_s"] for r in rows])
     alpha_p, beta_p = fit_alpha_beta([x / nprocs for x in b], [r["step_s"] for r in rows])
     gamma = min(r["add_s"] / (r["bytes"] / nprocs) for r in rows if r["bytes"] >= big // 4) if nprocs > 1 else 0.0
     for r in rows:
-        r["gloo_busbw_gbs"] = bus_bandwidth(r["bytes"], r["gloo_s"], nprocs) / 1e9
+        r["library_busbw_gbs"] = bus_bandwidth(r["bytes"], r["library_s"], nprocs) / 1e9
         r["ring_busbw_gbs"] = bus_bandwidth(r["bytes"], r["ring_s"], nprocs) / 1e9
-        r["gloo_model_s"] = alpha_beta_time(r["bytes"], alpha, beta)
+        r["library_model_s"] = alpha_beta_time(r["bytes"], alpha, beta)
         r["ring_model_s"] = ring_model_time(r["bytes"], nprocs, alpha_p, beta_p, gamma)
         r["step_model_s"] = alpha_beta_time(r["bytes"] / nprocs, alpha_p, beta_p)  # the step line at this size
         # the same ring recipe from this size's measured parts, no fitted line: 2(n − 1) steps + (n − 1) additions
@@ -296,5 +276,5 @@ def run_sweep(sizes: Sequence[int] = SWEEP_SIZES, nprocs: int = 2, repeats: int 
     return {"world_size": nprocs, "repeats": repeats, "sizes": rows, "alpha_s": alpha, "beta_s_per_byte": beta,
             "step_alpha_s": alpha_p, "step_beta_s_per_byte": beta_p, "add_gamma_s_per_byte": gamma,
             "ring_prediction_error": max(abs(r["ring_model_s"] / r["ring_s"] - 1) for r in large),
-            "ring_vs_gloo_busbw": min(r["ring_busbw_gbs"] / r["gloo_busbw_gbs"] for r in large)}
+            "ring_vs_library_busbw": min(r["ring_busbw_gbs"] / r["library_busbw_gbs"] for r in large)}
 

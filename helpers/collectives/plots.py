@@ -56,7 +56,7 @@ def plot_bus_bandwidth(sweep: dict, label: str = "") -> Figure | None:
     b = np.array([r["bytes"] for r in rows], dtype=float)
     fine = np.geomspace(b.min(), b.max(), 100)
     fig, ax = plt.subplots(1, 2, figsize=(10, 4.6))
-    ax[0].plot(b, [r["gloo_s"] for r in rows], "o", color="C0", label="all_reduce (measured)")
+    ax[0].plot(b, [r["library_s"] for r in rows], "o", color="C0", label="all_reduce (measured)")
     ax[0].plot(fine, alpha_beta_time(fine, sweep["alpha_s"], sweep["beta_s_per_byte"]), "-", color="C0",
                label=f"α–β fit of the whole all_reduce: fitted α = {sweep['alpha_s'] * 1e6:.0f} µs, "
                      f"1/β = {1e-9 / sweep['beta_s_per_byte']:.2f} GB/s")
@@ -70,7 +70,7 @@ def plot_bus_bandwidth(sweep: dict, label: str = "") -> Figure | None:
                    ":", color="C2", label="one ring step: its fitted line")
     ax[0].set(xscale="log", yscale="log", xlabel="message (bytes)", ylabel="seconds per call",
               title="time = α + bytes · β")
-    ax[1].plot(b, [r["gloo_busbw_gbs"] for r in rows], "o-", label="all_reduce")
+    ax[1].plot(b, [r["library_busbw_gbs"] for r in rows], "o-", label="all_reduce")
     ax[1].plot(b, [r["ring_busbw_gbs"] for r in rows], "s-", label="hand-written ring")
     ax[1].set(xscale="log", xlabel="message (bytes)", ylabel="bus bandwidth (GB/s)",
               title=f"busbw = bytes/time · 2(n−1)/n, n = {sweep['world_size']}")
@@ -82,7 +82,7 @@ def plot_bus_bandwidth(sweep: dict, label: str = "") -> Figure | None:
 
 def sweep_summary(sweep: dict) -> list[str]:
     """What the sweep shows, in sentences generated from its numbers: α's and β's ranges, busbw, buckets (08)."""
-    t = {r["bytes"]: r["gloo_s"] for r in sweep["sizes"]}
+    t = {r["bytes"]: r["library_s"] for r in sweep["sizes"]}
     b = sorted(t)
     small, large = (b[0], b[2]), (b[-3], b[-1])  # 1 → 16 KiB and 1 → 16 MiB: 16× the bytes each
     grow = [t[hi] / t[lo] for lo, hi in (small, large)]
@@ -100,29 +100,29 @@ def sweep_summary(sweep: dict) -> list[str]:
                      "would give, so this run does not show where α dominates")
     else:
         lines.append(f"  large sizes: ×{grow[1]:.1f} for 16× the bytes, so β does not dominate yet at these sizes here")
-    inv_beta, algbw = 1e-9 / sweep["beta_s_per_byte"], max(r["bytes"] / r["gloo_s"] / 1e9 for r in sweep["sizes"])
-    over = [r for r in sweep["sizes"] if r["bytes"] / r["gloo_s"] / 1e9 >= inv_beta]
+    inv_beta, algbw = 1e-9 / sweep["beta_s_per_byte"], max(r["bytes"] / r["library_s"] / 1e9 for r in sweep["sizes"])
+    over = [r for r in sweep["sizes"] if r["bytes"] / r["library_s"] / 1e9 >= inv_beta]
     lines.append(f"the fitted line's 1/β = {inv_beta:.2f} GB/s is above every size's bytes/time (at most {algbw:.2f} GB/s), "
                  "as the model with α > 0 says" if not over else
                  f"the fitted line's 1/β = {inv_beta:.2f} GB/s; at {', '.join(size(r['bytes']) for r in over)} bytes/time "
-                 f"reaches {', '.join(format(r['bytes'] / r['gloo_s'] / 1e9, '.2f') for r in over)} GB/s, which no line "
+                 f"reaches {', '.join(format(r['bytes'] / r['library_s'] / 1e9, '.2f') for r in over)} GB/s, which no line "
                  "with α > 0 gives (bytes/(α + bytes·β) < 1/β): the line misdescribes "
                  f"{'that size' if len(over) == 1 else 'those sizes'}")
-    fastest = min(sweep["sizes"], key=lambda r: r["gloo_s"])
-    if sweep["alpha_s"] > fastest["gloo_s"] and sweep["beta_s_per_byte"] >= 0:   # the line is ≥ α at every size
+    fastest = min(sweep["sizes"], key=lambda r: r["library_s"])
+    if sweep["alpha_s"] > fastest["library_s"] and sweep["beta_s_per_byte"] >= 0:   # the line is ≥ α at every size
         lines.append(f"the fitted α ({sweep['alpha_s'] * 1e6:.0f} µs) is above the fastest timed all_reduce "
-                     f"({fastest['gloo_s'] * 1e3:.2f} ms at {size(fastest['bytes'])}): a least-squares line passes between "
+                     f"({fastest['library_s'] * 1e3:.2f} ms at {size(fastest['bytes'])}): a least-squares line passes between "
                      "the times, above some of them")
-    lines.append("timed all_reduce / fitted line: " + ", ".join(f"×{r['gloo_s'] / r['gloo_model_s']:.2f} at {size(r['bytes'])}"
+    lines.append("timed all_reduce / fitted line: " + ", ".join(f"×{r['library_s'] / r['library_model_s']:.2f} at {size(r['bytes'])}"
                                             for r in sorted(sweep["sizes"], key=lambda r: r["bytes"])))
-    busbw = [f"{r['gloo_busbw_gbs']:.2f}" for r in sweep["sizes"][-3:]]
+    busbw = [f"{r['library_busbw_gbs']:.2f}" for r in sweep["sizes"][-3:]]
     lines.append(f"bus bandwidth at {', '.join(size(r['bytes']) for r in sweep['sizes'][-3:])}: {', '.join(busbw)} GB/s")
     k, one = b[-3] // b[0], sweep["sizes"][0]
     mid = next(r for r in sweep["sizes"] if r["bytes"] == b[-3])
     lines.append(f"{k:,} all-reduces of {size(b[0])}: {k:,} × {t[b[0]] * 1e3:.2f} ms (one, timed) = "
-                 f"{k * t[b[0]] * 1e3:.0f} ms, or {k * one['gloo_model_s'] * 1e3:.0f} ms from the fitted line; one of "
-                 f"{size(b[-3])}, the same bytes: {mid['gloo_model_s'] * 1e3:.1f} ms from the fitted line "
-                 f"({k * one['gloo_model_s'] / mid['gloo_model_s']:.0f}× less), {t[b[-3]] * 1e3:.1f} ms timed "
+                 f"{k * t[b[0]] * 1e3:.0f} ms, or {k * one['library_model_s'] * 1e3:.0f} ms from the fitted line; one of "
+                 f"{size(b[-3])}, the same bytes: {mid['library_model_s'] * 1e3:.1f} ms from the fitted line "
+                 f"({k * one['library_model_s'] / mid['library_model_s']:.0f}× less), {t[b[-3]] * 1e3:.1f} ms timed "
                  f"({k * t[b[0]] / t[b[-3]]:.0f}× less than the timed {size(b[0])} times {k:,})")
     return lines
 
@@ -160,7 +160,7 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     head = f"{'size':>7}  {'all_reduce':>10}  {'ring':>8}  {'one step':>8}  {'predicted':>9}  ring/predicted"
     if parts:
         head += f"  {'step line':>9}  {'from parts':>10}  ring/parts"
-    table = [head] + [f"{_size(r['bytes']):>7}  {r.get('gloo_s', float('nan')) * 1e3:7.2f} ms  {r['ring_s'] * 1e3:5.2f} ms  "
+    table = [head] + [f"{_size(r['bytes']):>7}  {r.get('library_s', float('nan')) * 1e3:7.2f} ms  {r['ring_s'] * 1e3:5.2f} ms  "
                       f"{(r['step_s'] * 1e3 if has_step else float('nan')):5.2f} ms  {r['ring_model_s'] * 1e3:6.2f} ms  "
                       f"×{r['ring_s'] / r['ring_model_s']:.2f}"
                       + (f"           {r['step_model_s'] * 1e3:6.2f} ms  {r['ring_parts_s'] * 1e3:7.2f} ms  "

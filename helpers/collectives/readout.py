@@ -27,7 +27,7 @@ def ring_rank_lines(diffs: dict) -> list[str]:
     return lines
 
 
-SERIES = {"gloo_s": "all_reduce", "ring_s": "ring", "step_s": "one step"}
+SERIES = {"library_s": "all_reduce", "ring_s": "ring", "step_s": "one step"}
 
 
 def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:

@@ -10,16 +10,15 @@ import statistics
 from typing import Callable
 
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..core.measure import max_abs_diff
 from ..core.models import MLP
 from ..launching.launcher import launch
-from ..launching.ranks import agree, local_device
+from ..launching.ranks import local_device
 from ..launching.throughput import rank_share
-from .instruments import seconds_per_call
+from ..launching.timing import slowest_seconds_per_call
 from .recipe import OverlappedDDP, allreduce_gradients, allreduce_gradients_bucketed, make_buckets
 
 __all__ = ["VARIANTS", "MIN_ROUNDS", "scratch_model", "scratch_ddp_worker", "run_scratch_ddp", "paired_rounds",
@@ -104,8 +103,7 @@ def scratch_ddp_worker(rank: int, world_size: int, variants: tuple[str, ...], hi
     rounds: dict[str, list[float]] = {v: [] for v in variants}
     for k in range(repeats):   # a fresh order each round, seeded by k, so the same on every rank
         for v, (_, step, _) in random.Random(k).sample(list(runs.items()), len(runs)):
-            dist.barrier()
-            rounds[v].append(agree(seconds_per_call(step, timed_steps, dev), "max"))
+            rounds[v].append(slowest_seconds_per_call(step, timed_steps, dev))
     ref = params.get("ddp")
     return {"step_s": {v: min(ts) for v, ts in rounds.items()}, "rounds": rounds,
             "max_abs_diff": {v: max_abs_diff(p, ref) for v, p in params.items()} if ref else {},

@@ -19,6 +19,7 @@ from ..core.models import DigitsCNN
 from ..launching.launcher import launch
 from ..launching.ranks import agree, local_device
 from ..launching.throughput import BucketCounter, rank_share
+from ..launching.timing import slowest_seconds_per_call
 from .instruments import gloo_worker_threads
 from .recipe import ddp_wrap
 from .verdicts import _batch_lines, _names, _takeaway
@@ -87,12 +88,7 @@ def scaling_worker(rank: int, world_size: int, batches: list[int], repeats: int,
                 times[n, gb].append(dt / steps[gb])
     grads = torch.zeros(max(1, counts[batches[0]][0] // 4), device=device)  # one step's gradient bytes
     dist.all_reduce(grads)  # warm-up
-    t0 = time.perf_counter()
-    for _ in range(20):
-        dist.all_reduce(grads)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    allreduce_s = agree((time.perf_counter() - t0) / 20, "max")
+    allreduce_s = slowest_seconds_per_call(lambda: dist.all_reduce(grads), 20, device)
     return {"batches": list(batches), "steps": steps, "times": {f"{n}x{gb}": v for (n, gb), v in times.items()},
             "world_size": world_size, "counts": {str(gb): c for gb, c in counts.items()}, "allreduce_s": allreduce_s,
             "gloo": gloo_worker_threads()}

@@ -6,8 +6,6 @@ A communication hook counts the gradient buckets all-reduced and their bytes.
 """
 from __future__ import annotations
 
-import time
-
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -17,6 +15,7 @@ from ..core.data import digits_batch
 from ..core.models import DigitsCNN
 from .launcher import launch
 from .ranks import agree, choose_backend, local_device
+from .timing import seconds_per_call, slowest_seconds_per_call
 
 
 def rank_share(global_batch: int, world_size: int, rank: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -69,18 +68,9 @@ def throughput_worker(rank: int, world_size: int, batches: list[int], seconds: f
             step()
         counter.calls = counter.bytes = 0
         # every rank runs the same number of steps: rank 0 decides, from a timed probe
-        t0 = time.perf_counter()
-        for _ in range(3):
-            step()
-        n = int(agree(max(3, int(seconds / ((time.perf_counter() - t0) / 3))), "rank0"))
+        n = int(agree(max(3, int(seconds / seconds_per_call(step, 3, device))), "rank0"))
         counter.calls = counter.bytes = 0
-        dist.barrier()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            step()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        dt = agree(time.perf_counter() - t0, "max")  # the slowest rank sets the pace
+        dt = slowest_seconds_per_call(step, n, device) * n  # the slowest rank sets the pace
         out.append({"global_batch": gb, "steps": n, "step_s": dt / n, "samples_per_s": gb * n / dt,
                     "buckets_per_step": counter.calls / n, "allreduce_bytes_per_step": counter.bytes / n})
     return out

@@ -7,7 +7,6 @@ payload (:class:`CollectiveBytes`) and time the steps.
 """
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from typing import Callable
 
@@ -24,7 +23,8 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..core.measure import fit_alpha_beta
-from ..launching.ranks import agree, local_device
+from ..launching.ranks import local_device
+from ..launching.timing import slowest_seconds_per_call
 from .recipe import make_model, shard_ddp, shard_fsdp2, shard_tp, shard_zero1
 
 __all__ = ["WIRE_FACTOR", "CollectiveBytes", "local_tensor", "rank_bytes", "ddp_bucket_bytes", "GatheredPeak", "synthetic_regression", "train_step",
@@ -210,17 +210,10 @@ def best_time(fn: Callable[[], object], repeats: int, inner: int = 1, spread: li
     """Best over ``repeats`` of the slowest rank's seconds per call of ``fn`` (one warm-up call first) (09).
 
     ``spread``: a list to which the repeats' spread (slowest less best, seconds) is appended: the noise a
-    difference of such timings carries."""
+    difference of such timings carries. Each repeat is :func:`helpers.launching.timing.slowest_seconds_per_call`."""
     fn()
-    times = []
-    for _ in range(repeats):
-        dist.barrier()
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        if local_device().type == "cuda":
-            torch.cuda.synchronize()
-        times.append(agree((time.perf_counter() - t0) / inner, "max"))
+    dev = local_device()
+    times = [slowest_seconds_per_call(fn, inner, dev) for _ in range(repeats)]
     if spread is not None:
         spread.append(max(times) - min(times) if times else 0.0)
     return min(times) if times else float("inf")
