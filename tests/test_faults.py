@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+import launch_drills
 from conftest import is_rank, launched_children, read_lines
 from helpers import MLP, make_loaders
 from helpers.launching import launcher as L
@@ -119,7 +120,7 @@ def test_a_stopped_experiment_is_summarised_from_the_trials_that_reported():
 def test_the_rank_that_died_first_is_named_with_how(how, words):
     t0 = time.monotonic()
     with pytest.raises(L.LaunchError) as e:
-        L.launch(workers.die_on_rank, 2, args=(1, how), verbose=False, timeout=60)
+        L.launch(launch_drills.die_on_rank, 2, args=(1, how), verbose=False, timeout=60)
     assert time.monotonic() - t0 < 20                       # not the full timeout
     assert e.value.rank == 1 and words in str(e.value)
     assert "rank 0 then failed" in str(e.value)             # the consequence, shown second
@@ -138,17 +139,19 @@ def test_a_script_without_a_main_guard_is_told_the_fix(tmp_path):
 # --- leftover processes ----------------------------------------------------------------------------------
 
 def test_processes_a_rank_starts_end_with_the_launch():
-    pids = L.launch(workers.start_child_and_return, 2, verbose=False, timeout=60)
+    pids = L.launch(launch_drills.start_child_and_return, 2, verbose=False, timeout=60)
     assert _wait_gone(pids, 5) == []
 
 
-_LAUNCH_AND_HANG = """
+_LAUNCH_AND_HANG = f"""
+import sys
+sys.path.insert(0, {launch_drills.TESTS!r})
+import launch_drills
 from helpers.launching import launch
-from helpers.launching import workers
 if __name__ == "__main__":
     import faulthandler
     faulthandler.dump_traceback_later(30)   # if the drill itself gets stuck, say where
-    launch(workers.print_pid_and_hang, 2, verbose=False, timeout=600)
+    launch(launch_drills.print_pid_and_hang, 2, verbose=False, timeout=600)
 """
 
 
