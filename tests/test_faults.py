@@ -178,6 +178,28 @@ def test_ranks_end_when_the_kernel_that_launched_them_is_killed(tmp_path):
     assert _wait_gone(pids, 10) == []
 
 
+def test_the_watchdog_cleans_up_after_a_dead_parent_without_importing_torch_first(tmp_path, monkeypatch):
+    """helpers/core/watchdog.py, started by path: it finds helpers with no PYTHONPATH, waits on psutil alone (torch
+    only once the parent is gone), then kills the groups and the marked processes, and exits."""
+    from helpers.core.procs import watch_parent
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    marker = str(tmp_path / "watched")   # named by the marked process alone, not by this one's files in tmp_path
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    marked = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", marker])
+    group = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    dog = watch_parent(marker=marker, groups=[group.pid], parent=parent.pid)
+    try:
+        time.sleep(1.5)
+        assert dog.poll() is None and psutil.Process(dog.pid).memory_info().rss < 100 * 2**20   # no torch yet
+        parent.kill()
+        assert dog.wait(60) == 0 and marked.wait(10) == -9 and group.wait(10) == -9
+    finally:
+        for p in (parent, marked, group, dog):
+            p.kill()
+            p.wait()
+
+
 # --- the wrong process killed -------------------------------------------------------------------------------
 
 def test_a_stale_tensorboard_entry_never_kills_the_process_that_reused_its_pid(tmp_path):
