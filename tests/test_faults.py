@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+import launch_drills
 from conftest import is_rank, launched_children, read_lines
 from helpers import MLP, make_loaders
 from helpers.launching import launcher as L
@@ -119,7 +120,7 @@ def test_a_stopped_experiment_is_summarised_from_the_trials_that_reported():
 def test_the_rank_that_died_first_is_named_with_how(how, words):
     t0 = time.monotonic()
     with pytest.raises(L.LaunchError) as e:
-        L.launch(workers.die_on_rank, 2, args=(1, how), verbose=False, timeout=60)
+        L.launch(launch_drills.die_on_rank, 2, args=(1, how), verbose=False, timeout=60)
     assert time.monotonic() - t0 < 20                       # not the full timeout
     assert e.value.rank == 1 and words in str(e.value)
     assert "rank 0 then failed" in str(e.value)             # the consequence, shown second
@@ -138,17 +139,19 @@ def test_a_script_without_a_main_guard_is_told_the_fix(tmp_path):
 # --- leftover processes ----------------------------------------------------------------------------------
 
 def test_processes_a_rank_starts_end_with_the_launch():
-    pids = L.launch(workers.start_child_and_return, 2, verbose=False, timeout=60)
+    pids = L.launch(launch_drills.start_child_and_return, 2, verbose=False, timeout=60)
     assert _wait_gone(pids, 5) == []
 
 
-_LAUNCH_AND_HANG = """
+_LAUNCH_AND_HANG = f"""
+import sys
+sys.path.insert(0, {launch_drills.TESTS!r})
+import launch_drills
 from helpers.launching import launch
-from helpers.launching import workers
 if __name__ == "__main__":
     import faulthandler
     faulthandler.dump_traceback_later(30)   # if the drill itself gets stuck, say where
-    launch(workers.print_pid_and_hang, 2, verbose=False, timeout=600)
+    launch(launch_drills.print_pid_and_hang, 2, verbose=False, timeout=600)
 """
 
 
@@ -173,6 +176,28 @@ def test_ranks_end_when_the_kernel_that_launched_them_is_killed(tmp_path):
         err.close()
     assert len(pids) == 2, (tmp_path / "stderr.txt").read_text()[-3000:]
     assert _wait_gone(pids, 10) == []
+
+
+def test_the_watchdog_cleans_up_after_a_dead_parent_without_importing_torch_first(tmp_path, monkeypatch):
+    """helpers/core/watchdog.py, started by path: it finds helpers with no PYTHONPATH, waits on psutil alone (torch
+    only once the parent is gone), then kills the groups and the marked processes, and exits."""
+    from helpers.core.procs import watch_parent
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    marker = str(tmp_path / "watched")   # named by the marked process alone, not by this one's files in tmp_path
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    marked = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", marker])
+    group = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    dog = watch_parent(marker=marker, groups=[group.pid], parent=parent.pid)
+    try:
+        time.sleep(1.5)
+        assert dog.poll() is None and psutil.Process(dog.pid).memory_info().rss < 100 * 2**20   # no torch yet
+        parent.kill()
+        assert dog.wait(60) == 0 and marked.wait(10) == -9 and group.wait(10) == -9
+    finally:
+        for p in (parent, marked, group, dog):
+            p.kill()
+            p.wait()
 
 
 # --- the wrong process killed -------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+import launch_drills
 from conftest import ROOT
 from conftest import launched_children as _children
 from helpers.launching import launcher as L
@@ -34,7 +35,7 @@ def test_a_rank_that_raises_fails_fast_with_its_traceback():
 def test_a_hung_rank_is_ended_by_the_timeout():
     t0 = time.monotonic()
     with pytest.raises(TimeoutError, match="did not finish within 3 s"):
-        L.launch(workers.hang_on_rank, nprocs=2, args=(1,), verbose=False, timeout=3)
+        L.launch(launch_drills.hang_on_rank, nprocs=2, args=(1,), verbose=False, timeout=3)
     assert time.monotonic() - t0 < 20
     assert not _children()
 
@@ -60,9 +61,9 @@ def test_ranks_fork_from_one_server_and_see_the_launchers_environment_of_each_la
     if startup.start_method() != "forkserver":
         pytest.skip("spawn here: every rank is a fresh Python")
     monkeypatch.setenv("BOG_PROBE", "first")
-    first = L.launch(workers.parent_and_env, 2, args=("BOG_PROBE",), verbose=False, timeout=60)
+    first = L.launch(launch_drills.parent_and_env, 2, args=("BOG_PROBE",), verbose=False, timeout=60)
     monkeypatch.setenv("BOG_PROBE", "second")  # the fork server has already started: set after it
-    second = L.launch(workers.parent_and_env, 2, args=("BOG_PROBE",), verbose=False, timeout=60)
+    second = L.launch(launch_drills.parent_and_env, 2, args=("BOG_PROBE",), verbose=False, timeout=60)
     assert [r["env"] for r in first] == ["first"] * 2 and [r["env"] for r in second] == ["second"] * 2
     parents = {r["ppid"] for r in first + second}
     assert len(parents) == 1 and os.getpid() not in parents  # one fork server started all four, not this process
@@ -84,7 +85,7 @@ def test_what_the_fork_server_imports_does_not_initialise_cuda():
 
 
 def test_output_of_ranks_is_relayed(capfd):
-    out = L.launch(workers.print_and_return, nprocs=2, args=("hi",), verbose=False, timeout=60)
+    out = L.launch(launch_drills.print_and_return, nprocs=2, args=("hi",), verbose=False, timeout=60)
     assert out == ["hi from 0", "hi from 1"]
     printed = capfd.readouterr().out
     assert "rank 0: hi" in printed and "rank 1: hi" in printed

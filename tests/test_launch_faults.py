@@ -57,7 +57,7 @@ def test_stop_pressed_twice_still_ends_every_rank(tmp_path, stop_button):
     presser = _press_when(stop_button, ready, termed)
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        L.launch(workers.ignore_sigterm_and_hang, 2, args=(str(tmp_path),), verbose=False, timeout=60)
+        L.launch(launch_drills.ignore_sigterm_and_hang, 2, args=(str(tmp_path),), verbose=False, timeout=60)
     presser.join(5)
     assert ready() and termed(), "the drill did not press Stop where it meant to"
     assert time.monotonic() - t0 < 45                       # the cleanup did not wait for the timeout
@@ -68,7 +68,7 @@ def test_stop_says_the_ranks_were_ended_in_one_line(tmp_path, stop_button):
     presser = _press_when(stop_button, lambda: len(glob.glob(str(tmp_path / "ready.*"))) == 2)
     with pytest.raises(KeyboardInterrupt, match=r"^the 2 rank\(s\) of this launch were ended; nothing is left "
                                                 r"running\.$") as e:
-        L.launch(workers.ignore_sigterm_and_hang, 2, args=(str(tmp_path),), verbose=False, timeout=60)
+        L.launch(launch_drills.ignore_sigterm_and_hang, 2, args=(str(tmp_path),), verbose=False, timeout=60)
     presser.join(5)
     assert isinstance(e.value, L.Stopped) and e.value._render_traceback_() == [f"Stopped: {e.value}"]
     assert e.value.__cause__ is None and e.value.__suppress_context__   # no chained multiprocessing traceback
@@ -79,7 +79,7 @@ def test_an_interrupted_launch_leaves_no_semaphore_behind(tmp_path, stop_button)
     before = set(glob.glob("/dev/shm/sem.*"))
     presser = _press_when(stop_button, lambda: len(glob.glob(str(tmp_path / "ready.*"))) == 2)
     with pytest.raises(KeyboardInterrupt) as e:
-        L.launch(workers.ignore_sigterm_and_hang, 2, args=(str(tmp_path),), verbose=False, timeout=60)
+        L.launch(launch_drills.ignore_sigterm_and_hang, 2, args=(str(tmp_path),), verbose=False, timeout=60)
     presser.join(5)
     assert e.value is not None                               # the traceback is kept, as Jupyter keeps it
     assert set(glob.glob("/dev/shm/sem.*")) - before == set()
@@ -160,7 +160,7 @@ def test_the_drill_workers_report_on_files(tmp_path):
     import multiprocessing as mp
     import os
 
-    p = mp.get_context("spawn").Process(target=workers.ignore_sigterm_and_hang, args=(0, 1, str(tmp_path)))
+    p = mp.get_context("spawn").Process(target=launch_drills.ignore_sigterm_and_hang, args=(0, 1, str(tmp_path)))
     p.start()
     try:
         _wait_for(lambda: (tmp_path / "ready.0").exists(), 60, "ready.0")
@@ -185,8 +185,9 @@ def test_stop_in_jupyter_shows_one_short_message_and_leaves_no_rank(tmp_path):
     km, kc = start_new_kernel(kernel_name=CURRENT_ENV_KERNEL_NAME, cwd=str(NOTEBOOKS))
     try:
         kernel = psutil.Process(km.provisioner.process.pid)
-        code = ("from helpers.launching import launch, workers\n"
-                f"launch(workers.ignore_sigterm_and_hang, 2, args=({str(tmp_path)!r},), verbose=False, timeout=60)")
+        code = (f"import sys; sys.path.insert(0, {launch_drills.TESTS!r}); import launch_drills\n"
+                "from helpers.launching import launch\n"
+                f"launch(launch_drills.ignore_sigterm_and_hang, 2, args=({str(tmp_path)!r},), verbose=False, timeout=60)")
         msg_id = kc.execute(code)
         _wait_for(lambda: len(list(tmp_path.glob("ready.*"))) == 2, 60, "both ranks in the worker")
         km.interrupt_kernel()

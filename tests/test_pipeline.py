@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from helpers import pipeline as P
-from helpers.launching import workers
 from helpers.launching import LaunchError, launch
+import launch_drills
 from conftest import launched_children as _children
 
 
@@ -58,7 +58,7 @@ def test_library_schedules_equal_the_unsplit_model():
 def test_a_stage_that_raises_ends_every_process():
     t0 = time.monotonic()
     with pytest.raises(LaunchError, match="stage 1 crashed"):
-        launch(workers.failing_stage, 2, verbose=False, timeout=60)
+        launch(launch_drills.failing_stage, 2, verbose=False, timeout=60)
     assert time.monotonic() - t0 < 30 and not _children()
 
 

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Iterable
 
 import psutil
@@ -127,35 +128,15 @@ def kill_group(pgid: int) -> None:
         pass
 
 
-_WATCHDOG = r"""
-import os, sys, time, psutil
-parent, marker, groups = int(sys.argv[1]), sys.argv[2], [int(g) for g in sys.argv[3:]]
-while psutil.pid_exists(parent) and psutil.Process(parent).status() != psutil.STATUS_ZOMBIE:
-    time.sleep(1)
-for g in groups:
-    try:
-        os.killpg(g, 9)
-    except OSError:
-        pass
-if marker:
-    from helpers.core.procs import session_processes
-    for p in session_processes(marker):
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-"""
-
-
 def watch_parent(marker: str = "", groups: Iterable[int] = (), parent: int | None = None) -> subprocess.Popen:
     """Start a watchdog: when ``parent`` (default: this process) dies, SIGKILL this user's processes marked
     with ``marker`` (see :func:`session_processes`), and the process groups ``groups`` (03, 04).
 
     The watchdog runs in a session of its own, so Jupyter's Stop or a kernel restart does not reach
-    it; it exits by itself once it has cleaned up. Kill it (``.kill()``) when the cleanup has been
-    done the normal way.
+    it; it exits by itself once it has cleaned up (its code: :mod:`helpers.core.watchdog`). Kill it
+    (``.kill()``) when the cleanup has been done the normal way.
     """
     parent = os.getpid() if parent is None else parent
-    cmd = [sys.executable, "-c", _WATCHDOG, str(parent), marker, *map(str, groups)]
+    cmd = [sys.executable, str(Path(__file__).with_name("watchdog.py")), str(parent), marker, *map(str, groups)]
     return subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
