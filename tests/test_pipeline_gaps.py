@@ -162,13 +162,21 @@ def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot
     text = P.gap_lines([naive, row(4, 0.300, 0.1, 0.1, msg=0.001)])
     assert "the gap less them: +24.0 to +30.0 ms" in text
     assert "fall short of the gap at m = 4 (by 24.0 to 30.0 ms)" in text and "explain" not in text
+    # the rows' rounds are all one step (no spread): a shortfall beyond it is a cost nothing timed here accounts for
+    assert "at m = 4 by more than that m's rounds' spread (0.0 ms): nothing timed here accounts for the rest" in text
+    # a shortfall smaller than the m's rounds' spread is a difference of medians, not a found cost (01's fresh read 8)
+    wide = row(4, 0.300, 0.1, 0.1, msg=0.001)
+    wide["step_range"] = (0.280, 0.330)
+    text = P.gap_lines([naive, wide])
+    assert ("at m = 4 by less than that m's rounds' spread (slowest less fastest step: 50.0 ms), so this run does not "
+            "show a cost beyond the estimates there") in text and "nothing timed here" not in text
     # messages not timed: one figure; a gap within the range is said so
     naive.pop("message_s")
     text = P.gap_lines([naive, row(4, 0.270, 0.1, 0.1)])
     assert "together +20.0 ms, against the gap's +20 ms; the gap less them: +0.0 ms" in text
     assert text.splitlines()[-1] == "at m = 4 the gap lies within the estimates' range"
     text = P.gap_lines([naive, row(4, 0.271, 0.1, 0.1)])   # one figure: "by 1.0 ms", not "by 1.0 to 1.0 ms"
-    assert text.splitlines()[-1].startswith("the estimates together fall short of the gap at m = 4 (by 1.0 ms): ")
+    assert text.splitlines()[-1].startswith("by the medians the estimates together fall short of the gap at m = 4 (by 1.0 ms); ")
 
 
 def test_a_compute_shorter_than_its_step_never_prints_as_long():

@@ -84,7 +84,8 @@ def gap_lines(rows: list[dict]) -> str:
             said += (f"messages: not timed in this run\n        together {p_ms + o_ms:+.1f} ms, against the gap's "
                      f"{step_ms - ideal_ms:+d} ms")
         lo, hi = (round(step_ms - ideal_ms - p_ms - o_ms - x, 1) for x in (all_, two))
-        residuals.append((m, lo, hi, o_ms))
+        rlo, rhi = r["step_range"]
+        residuals.append((m, lo, hi, o_ms, round(1e3 * (rhi - rlo), 1)))
         lines.append(said + f"; the gap less them: {lo:+.1f}" + (f" to {hi:+.1f} ms" if hi != lo else " ms"))
     return "\n".join(lines + ([_residual_line(residuals)] if residuals else []))
 
@@ -92,9 +93,11 @@ def gap_lines(rows: list[dict]) -> str:
 def _residual_line(residuals: list[tuple[int, float, float, float]]) -> str:
     """Where the estimates together overshoot the gap, fall short of it, or span it; ``gap_lines``' last line (01).
 
-    Each entry: m, the gap less the estimates with all 2m messages and with the 2 (lo ≤ hi), and the
-    outside term o. Where they overshoot and the gap lies within the estimates without o (lo + o ≤ 0 ≤
-    hi + o), the step's parts outside its compute added less than o there, by these estimates.
+    Each entry: m, the gap less the estimates with all 2m messages and with the 2 (lo ≤ hi), the
+    outside term o, and the spread of that m's step rounds (slowest less fastest, ms). Where they overshoot
+    and the gap lies within the estimates without o (lo + o ≤ 0 ≤ hi + o), the step's parts outside its
+    compute added less than o there, by these estimates. A shortfall is a difference of medians: a cost
+    beyond the estimates is said only where it exceeds that m's rounds' spread.
     """
     def ms(group: list) -> str:
         return ", ".join(str(e[0]) for e in group)
@@ -114,8 +117,17 @@ def _residual_line(residuals: list[tuple[int, float, float, float]]) -> str:
                         f"; at m = {ms(fit)} the pieces and the messages alone span the gap: by these estimates, the "
                         f"step's parts outside its compute added less there than m = 1's {fit[0][3]:+.1f} ms" if fit else ""))
     if short:
-        said.append(f"the estimates together fall short of the gap at m = {ms(short)} "
-                    f"({by(min(e[1] for e in short), max(e[2] for e in short))}): nothing timed here accounts for the rest")
+        beyond = [e for e in short if e[1] > e[4]]
+        line = (f"by the medians the estimates together fall short of the gap at m = {ms(short)} "
+                f"({by(min(e[1] for e in short), max(e[2] for e in short))})")
+        if len(beyond) < len(short):
+            inside = [e for e in short if e not in beyond]
+            line += (f"; at m = {ms(inside)} by less than that m's rounds' spread (slowest less fastest step: "
+                     f"{', '.join(f'{e[4]:.1f}' for e in inside)} ms), so this run does not show a cost beyond the estimates there")
+        if beyond:
+            line += (f"; at m = {ms(beyond)} by more than that m's rounds' spread "
+                     f"({', '.join(f'{e[4]:.1f}' for e in beyond)} ms): nothing timed here accounts for the rest")
+        said.append(line)
     if within:
         said.append(f"at m = {ms(within)} the gap lies within the estimates' range")
     return "; ".join(said)
