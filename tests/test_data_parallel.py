@@ -168,3 +168,33 @@ def test_parallel_apply_here_names_the_line_it_came_through():
         pytest.skip("parallel_apply runs with a GPU")
     s = D.parallel_apply_here()
     assert "raised through parallel_apply.py line " in s, s
+
+
+def test_four_steps_gpu_runs_its_steps_through_the_record_hook(monkeypatch):
+    """The recipe's GPU step on CPU fakes of torch.nn.parallel and torch.cuda: the hook sees the five steps in
+    order, without a hook it still runs, and the instruments' hook (timing) fills the times as before."""
+    import contextlib
+    import torch.nn.parallel as par
+    from helpers.data_parallel import timing
+    monkeypatch.setattr(par, "scatter", lambda x, ids: list(x.chunk(len(ids))))
+    monkeypatch.setattr(par, "replicate", lambda model, ids: [model] * len(ids))
+    monkeypatch.setattr(par, "parallel_apply", lambda mods, ins: [m(*i) for m, i in zip(mods, ins)])
+    monkeypatch.setattr(par, "gather", lambda outs, dev: torch.cat(outs))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda d=None: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda d=None: 7)
+    x, y, ids = torch.randn(8, 1, 8, 8), torch.randint(0, 10, (8,)), ["cpu", "cpu"]   # "cpu": y.to(ids[0]) works here
+    seen = []
+
+    @contextlib.contextmanager
+    def record(times, name):
+        seen.append(name)
+        yield
+
+    keys = {"path", "times", "loss", "peak_bytes"}
+    res = D.four_steps_gpu(DigitsCNN(), x, y, ids, record=record)
+    assert seen == ["scatter", "replicate", "apply", "gather", "backward"] and set(res) == keys
+    assert list(res["peak_bytes"].values()) == [7] and res["path"] == "torch.nn.parallel on 2 GPUs"
+    plain = D.four_steps_gpu(DigitsCNN(), x, y, ids)
+    assert set(plain) == keys and plain["times"] == {}
+    timed = D.four_steps_gpu(DigitsCNN(), x, y, ids, record=timing.timing)
+    assert list(timed["times"]) == seen and all(t >= 0 for t in timed["times"].values())

@@ -176,3 +176,22 @@ def test_no_package_has_a_name_tools_skip_as_build_output():
     skipped = {"dist", "build", "node_modules", "venv", "env", "site-packages", "__pypackages__"}
     packages = {p.parent.name for p in PKG.rglob("__init__.py")}
     assert not packages & skipped, f"rename {sorted(packages & skipped)}"
+
+
+def _own_package_imports(path: Path) -> set[str]:
+    """The modules of its own package a helpers module imports (``from .x import …``, ``from . import x``)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            out |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+    return out
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p.name == "recipe.py"], ids=lambda p: str(p.relative_to(PKG)))
+def test_a_recipe_imports_none_of_its_instruments(path):
+    """The recipe is the code a notebook teaches; the instruments measure it, so they import it, never the reverse
+    (issue #24: tuning's recipe imported METRIC, MODE and summarize from its instruments)."""
+    siblings = {p.stem for p in path.parent.glob("*.py")} - {"lesson"}   # monitor's recipe reads an exercise's reference
+    measuring = {name for name in _own_package_imports(path) & siblings
+                 if name in {"instruments", "plots"} or "recipe" in _own_package_imports(path.parent / f"{name}.py")}
+    assert not measuring, f"{path.relative_to(PKG)} imports {sorted(measuring)}; move what it needs into the recipe"

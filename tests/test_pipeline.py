@@ -39,6 +39,30 @@ def test_hand_written_gpipe_events_and_order():
     assert all(f1[i][3] >= f0[i][4] for i in range(4))  # stage 1 starts F1.i after F0.i ends
 
 
+def one_step_with_and_without_a_hook(rank, world_size):
+    """gpipe_step from the same start twice, with no ``record`` and with the instruments' timeline."""
+    from helpers.pipeline.recipe import gpipe_step, make_stages, synthetic_batch
+    x, y = synthetic_batch(32, 16)
+    out = []
+    for record in (None, P.StageTimeline(rank, "cpu")):
+        stage = make_stages(16, 1)[rank]
+        opt = torch.optim.SGD(stage.parameters(), lr=0.1)
+        gpipe_step(rank, stage, opt, x, y, 4, 16, record=record)
+        out.append([p.detach().clone() for p in stage.parameters()])
+    return out, record.events
+
+
+def test_gpipe_step_runs_without_a_hook_and_the_hook_changes_nothing_it_computes():
+    res = launch(one_step_with_and_without_a_hook, 2, verbose=False, timeout=60)
+    for rank, (params, events) in enumerate(res):
+        plain, hooked = params
+        assert all(torch.equal(a, b) for a, b in zip(plain, hooked))
+        assert [e[:3] for e in events] == [(rank, k, i) for k in "FB" for i in range(4)]
+        assert all(a <= b for *_, a, b in events)
+    fresh = P.make_stages(16, 1)[0]
+    assert not torch.equal(res[0][0][0][0], next(fresh.parameters()).detach())   # the step did train
+
+
 def test_timing_rounds_interleave_and_rotate_after_a_warm_up_round():
     rounds = P.rotated_rounds(["a", "b", "c"], 4)
     assert len(rounds) == 5 and all(sorted(r) == ["a", "b", "c"] for r in rounds)   # round 0 (untimed) + 4 timed

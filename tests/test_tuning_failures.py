@@ -34,10 +34,10 @@ def _stop_interrupts() -> bool:
 
 
 def test_a_tuning_run_that_raises_still_gives_the_stop_button_back(monkeypatch, default_sigint):
-    from helpers.tuning import recipe as R
+    from helpers.tuning import experiments as E
 
     usr1 = signal.getsignal(signal.SIGUSR1)
-    monkeypatch.setattr(R, "build_tuner", lambda *a, **k: _FitLeavesItsHandlers())
+    monkeypatch.setattr(E, "build_tuner", lambda *a, **k: _FitLeavesItsHandlers())
     try:
         with pytest.raises(RuntimeError, match="fit failed"):
             T.run_tuner("x", num_samples=1, max_t=1)

@@ -22,7 +22,7 @@ from ..core.measure import max_abs_diff, run_threads
 from ..core.models import DigitsCNN
 from .memory import output_device_accounting
 from .recipe import four_steps_gpu
-from .timing import timed
+from .timing import timed, timing
 
 __all__ = ["four_steps_cpu", "copied_bytes", "optimizer_state_bytes", "run_four_steps", "batchnorm_gradient_gap", "LABELS",
            "run_threads_one_intraop", "omp_threads_at_thread_start", "saves_its_output"]
@@ -248,7 +248,7 @@ def run_four_steps(batch: int = 256, seed: int = 0, device_ids: list[int] | None
         nn.functional.cross_entropy(reference(x), y).backward()
         reference.cpu()  # out of the way: the GPU peaks below are DataParallel's alone
         if device_ids:
-            res = four_steps_gpu(model, x, y, device_ids)
+            res = four_steps_gpu(model, x, y, device_ids, record=timing)
         else:
             res = four_steps_cpu(model, x, y, n=2, record_backward_threads=True)
     res["grad_max_abs_diff"] = max_abs_diff((p.grad for p in model.parameters()), (p.grad for p in reference.parameters()))

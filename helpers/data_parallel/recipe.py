@@ -8,11 +8,12 @@ which sums the gradients onto the original model. :func:`four_steps_gpu` calls t
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 from torch import nn
 
 from ..core.device import gpu_count
-from .timing import timed
 
 __all__ = ["wrap_data_parallel", "four_steps_gpu"]
 
@@ -24,20 +25,31 @@ def wrap_data_parallel(model: nn.Module) -> nn.DataParallel:
     return nn.DataParallel(model)
 
 
-def four_steps_gpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, device_ids: list[int]) -> dict:
-    """One step with ``torch.nn.parallel``'s scatter/replicate/parallel_apply/gather (02, ≥ 2 GPUs)."""
+def four_steps_gpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, device_ids: list[int], record=None) -> dict:
+    """One step with ``torch.nn.parallel``'s scatter/replicate/parallel_apply/gather (02, ≥ 2 GPUs).
+
+    ``record`` (optional) is called as ``record(times, name)`` around each step and gives a ``with``
+    block; the instruments pass ``helpers.data_parallel.timing.timing``, which adds the step's
+    seconds to ``times[name]``. Without it ``times`` stays empty.
+    """
     from torch.nn.parallel import gather, parallel_apply, replicate, scatter
 
+    record = record or (lambda times, name: nullcontext())
     times: dict[str, float] = {}
     out_dev = device_ids[0]
     for d in device_ids:  # with no argument it resets only the current device
         torch.cuda.reset_peak_memory_stats(d)
-    inputs = timed(times, "scatter", lambda: scatter(x, device_ids))
-    replicas = timed(times, "replicate", lambda: replicate(model, device_ids[:len(inputs)]))
-    outputs = timed(times, "apply", lambda: parallel_apply(replicas, [(i,) for i in inputs]))
-    out = timed(times, "gather", lambda: gather(outputs, out_dev))
+    with record(times, "scatter"):
+        inputs = scatter(x, device_ids)
+    with record(times, "replicate"):
+        replicas = replicate(model, device_ids[:len(inputs)])
+    with record(times, "apply"):
+        outputs = parallel_apply(replicas, [(i,) for i in inputs])
+    with record(times, "gather"):
+        out = gather(outputs, out_dev)
     loss = nn.functional.cross_entropy(out, y.to(out_dev))
-    timed(times, "backward", loss.backward)
+    with record(times, "backward"):
+        loss.backward()
     peaks = {f"cuda:{d}": torch.cuda.max_memory_allocated(d) for d in device_ids}
     return {"path": f"torch.nn.parallel on {len(device_ids)} GPUs", "times": times, "loss": loss.item(),
             "peak_bytes": peaks}

@@ -18,7 +18,7 @@ from ..core.measure import torch_threads
 from ..core.models import DigitsCNN
 from .recipe import four_steps_gpu
 from .instruments import LABELS, four_steps_cpu, run_threads_one_intraop
-from .timing import timed
+from .timing import timed, timing
 
 __all__ = ["time_four_steps", "thread_variants", "rounds_verdict", "MARGIN", "gil_probe", "gil_by_rounds", "amdahl_cap",
            "parallel_apply_here"]
@@ -42,7 +42,7 @@ def time_four_steps(batch: int = 256, repeats: int = 20, cpu: bool = False) -> d
         for r in range(repeats + 2):
             model.zero_grad(set_to_none=True)
             if n >= 2:
-                res = four_steps_gpu(model.to("cuda:0"), x.to("cuda:0"), y, list(range(n)))
+                res = four_steps_gpu(model.to("cuda:0"), x.to("cuda:0"), y, list(range(n)), record=timing)
             else:
                 res = four_steps_cpu(model, x, y, n=2)
             model.zero_grad(set_to_none=True)  # both backwards start from None: neither adds into set gradients

@@ -1,12 +1,13 @@
 """Timing a step of work on CPU or GPU honestly: wait for the GPU before reading the clock (02)."""
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
-__all__ = ["sync", "timed"]
+__all__ = ["sync", "timing", "timed"]
 
 
 def sync() -> None:
@@ -20,11 +21,20 @@ def sync() -> None:
             torch.cuda.synchronize(d)
 
 
-def timed(times: dict, name: str, fn: Callable[[], Any]) -> Any:
-    """Run ``fn()``, add its wall time (GPU included) to ``times[name]``, return its result (02)."""
+@contextlib.contextmanager
+def timing(times: dict, name: str) -> Iterator[None]:
+    """Add the ``with`` block's wall time (GPU included) to ``times[name]`` (02).
+
+    The ``record`` hook the instruments give ``four_steps_gpu``: ``with timing(times, "scatter"): ...``.
+    """
     sync()
     t0 = time.perf_counter()
-    out = fn()
+    yield
     sync()
     times[name] = times.get(name, 0.0) + time.perf_counter() - t0
-    return out
+
+
+def timed(times: dict, name: str, fn: Callable[[], Any]) -> Any:
+    """Run ``fn()``, add its wall time (GPU included) to ``times[name]``, return its result (02)."""
+    with timing(times, name):
+        return fn()

@@ -6,9 +6,10 @@ library schedules against the unsplit model.
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 import torch.distributed as dist
@@ -18,7 +19,7 @@ from ..launching.launcher import launch
 from ..launching.ranks import agree, local_device
 from .recipe import _check_split, gpipe_step, make_stages, synthetic_batch
 
-__all__ = ["rotated_rounds", "gpipe_worker", "ping_pong_rounds", "busy_share", "busy_overlap", "ideal_speedup",
+__all__ = ["rotated_rounds", "StageTimeline", "gpipe_worker", "ping_pong_rounds", "busy_share", "busy_overlap", "ideal_speedup",
            "bubble_fraction", "run_gpipe", "stage_cost"]
 
 
@@ -29,6 +30,30 @@ def rotated_rounds(items: Sequence, repeats: int) -> list[list]:
     (and whatever the first or last place in a round costs) falls on all items alike."""
     items = list(items)
     return [items[r % len(items):] + items[:r % len(items)] for r in range(repeats + 1)]
+
+
+class StageTimeline:
+    """The ``record`` hook of ``gpipe_step``: when each forward and backward ran on one stage (01).
+
+    ``events`` collects ``(stage, "F"|"B", micro-batch, start, end)``, the timeline of who computed
+    what, when. On a GPU each clock reading waits for the device's kernels first
+    (``torch.cuda.synchronize``), so the timeline shows when they really ran, not their launch.
+    """
+
+    def __init__(self, stage: int, device: torch.device) -> None:
+        self.stage, self.device = stage, torch.device(device)
+        self.events: list[tuple] = []
+
+    def now(self) -> float:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter()
+
+    @contextlib.contextmanager
+    def __call__(self, kind: str, i: int) -> Iterator[None]:
+        t0 = self.now()
+        yield
+        self.events.append((self.stage, kind, i, t0, self.now()))
 
 
 def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int, ms: Sequence[int],
@@ -55,14 +80,16 @@ def gpipe_worker(rank: int, world_size: int, width: int, depth: int, batch: int,
     rounds_events: dict[int, list[list]] = {m: [] for m in ms}
     for r, order in enumerate(rotated_rounds(ms, repeats)):  # round 0 warms up; every round takes every m, rotated
         for m in order:
-            events: list = []
+            timeline = StageTimeline(rank, device)
             dist.barrier()
             t0 = time.perf_counter()
-            gpipe_step(rank, stage, opt, x, y, m, width, events)
+            gpipe_step(rank, stage, opt, x, y, m, width, record=timeline)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)  # the step ends when its kernels have run, not when they are queued
             t = agree(time.perf_counter() - t0, "max")
             if r:
                 times[m].append(t)
-                rounds_events[m].append(events)
+                rounds_events[m].append(timeline.events)
     out = {}
     for m in ms:
         k = sorted(range(repeats), key=lambda i: times[m][i])[(repeats - 1) // 2]  # the median round's events

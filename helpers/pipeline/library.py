@@ -82,7 +82,7 @@ def library_worker(rank: int, world_size: int, width: int, depth: int, batch: in
             schedule_step(sched, rank, world_size, x, y)
             opt.step()
             if device.type == "cuda":
-                torch.cuda.synchronize(device)  # as gpipe_step does: time the kernels, not their launch
+                torch.cuda.synchronize(device)  # as gpipe_worker does: time the kernels, not their launch
             times[key].append(agree(time.perf_counter() - t0, "max"))
     for key in configs:
         out[key].update(step_s=statistics.median(times[key]), step_rounds=times[key], peak_live=runs[key][0].peak)

@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-import time
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 import torch
@@ -94,20 +94,16 @@ def _check_split(batch: int, m: int) -> None:
 
 
 def gpipe_step(rank: int, stage: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, m: int,
-                width: int, events: list) -> None:
+               width: int, record=None) -> None:
     """One training step of a hand-written 2-stage GPipe: all forwards, then all backwards (01).
 
     Each stage is its own process; activations go forward with ``isend``/``irecv``, gradients
-    come back the same way. ``events`` collects ``(stage, "F"|"B", micro-batch, start, end)``,
-    the timeline of who computed what, when.
+    come back the same way. ``record`` (optional) is called as ``record("F" or "B", i)`` around
+    micro-batch ``i``'s forward or backward and gives a ``with`` block: the instruments pass one
+    that notes when each ran (``helpers.pipeline.instruments.StageTimeline``).
     """
+    record = record or (lambda kind, i: nullcontext())
     dev = x.device
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda *a: None)
-
-    def now() -> float:
-        sync(dev)  # on a GPU, wait for the kernels so the timeline shows when they really ran
-        return time.perf_counter()
-
     opt.zero_grad(set_to_none=True)
     mb = x.shape[0] // m
     pending = []
@@ -115,17 +111,15 @@ def gpipe_step(rank: int, stage: nn.Module, opt: torch.optim.Optimizer, x: torch
         grads = [torch.empty(mb, width, device=dev) for _ in range(m)]
         outs = []
         for i, xi in enumerate(x.chunk(m)):
-            t0 = now()
-            out = stage(xi)
-            events.append((0, "F", i, t0, now()))
+            with record("F", i):
+                out = stage(xi)
             pending.append(dist.isend(out.detach(), dst=1))
             outs.append(out)
         recvs = [dist.irecv(g, src=1) for g in grads]
         for i in range(m):
             recvs[i].wait()
-            t0 = now()
-            outs[i].backward(grads[i])
-            events.append((0, "B", i, t0, now()))
+            with record("B", i):
+                outs[i].backward(grads[i])
     else:
         acts = [torch.empty(mb, width, device=dev) for _ in range(m)]
         recvs = [dist.irecv(a, src=0) for a in acts]
@@ -133,18 +127,15 @@ def gpipe_step(rank: int, stage: nn.Module, opt: torch.optim.Optimizer, x: torch
         for i, yi in enumerate(y.chunk(m)):
             recvs[i].wait()
             acts[i].requires_grad_(True)
-            t0 = now()
-            losses.append(nn.functional.cross_entropy(stage(acts[i]), yi) / m)
-            events.append((1, "F", i, t0, now()))
+            with record("F", i):
+                losses.append(nn.functional.cross_entropy(stage(acts[i]), yi) / m)
         for i in range(m):
-            t0 = now()
-            losses[i].backward()
-            events.append((1, "B", i, t0, now()))
+            with record("B", i):
+                losses[i].backward()
             pending.append(dist.isend(acts[i].grad, dst=0))
     for w in pending:
         w.wait()
     opt.step()
-    sync(dev)
 
 
 def build_schedule(module: nn.Module, rank: int, world_size: int, device: torch.device, schedule: str = "gpipe",

@@ -11,14 +11,11 @@ import numpy as np
 
 from ..core.i18n import tr
 from ..launching.ray_cluster import keep_stop_handlers
+from .recipe import METRIC
 
-__all__ = ["METRIC", "MODE", "toy_objective", "grid_vs_random", "toy_1d", "bayes_opt_steps", "asha_rungs",
+__all__ = ["toy_objective", "grid_vs_random", "toy_1d", "bayes_opt_steps", "asha_rungs",
            "rung_decisions", "startup_of", "bohb_results_needed", "bohb_model_budgets", "bohb_results_per_budget",
            "TrialsFailed", "summarize", "OLD_TO_NEW", "old_api_errors", "asha_work"]
-
-
-METRIC = "val_acc"  # what the trainable reports each epoch
-MODE = "max"       # and the tuner maximises it
 
 
 def toy_objective(important: float, unimportant: float) -> float:

@@ -6,7 +6,7 @@ import tempfile
 from ..core.checks import Exercise
 from ..core.device import hardware_label
 from ..launching.ray_cluster import init_ray, shutdown_ray
-from .recipe import run_tuner
+from .experiments import run_tuner
 
 
 NOTEBOOK = "04_hyperparameter_tuning"

@@ -6,7 +6,6 @@ release is a two-file change. Ray is imported lazily: importing ``helpers`` neve
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -17,15 +16,17 @@ from ..core.data import make_loaders
 from ..core.models import DigitsCNN
 from ..core.train import evaluate, train, train_one_epoch
 from ..launching.ray_cluster import _environ, keep_stop_handlers
-from .instruments import METRIC, MODE, summarize
 
 if TYPE_CHECKING:  # Ray is imported lazily: importing helpers never starts it
     from ray import tune
     from ray.tune.schedulers import TrialScheduler
     from ray.tune.search import Searcher
 
-__all__ = ["search_space", "train_digits", "trial_device", "retrain_best", "STARTUP", "make_scheduler", "make_searcher", "build_tuner",
-           "fit", "run_tuner", "trial_resources"]
+__all__ = ["METRIC", "MODE", "search_space", "train_digits", "trial_device", "retrain_best", "STARTUP", "make_scheduler",
+           "make_searcher", "build_tuner", "fit", "trial_resources"]
+
+METRIC = "val_acc"  # what the trainable reports each epoch (04)
+MODE = "max"       # and the tuner maximises it
 
 
 def search_space(lr: tuple[float, float] = (1e-4, 3e-2), hidden: Sequence[int] = (16, 32, 64, 128),
@@ -235,41 +236,3 @@ def fit(tuner: "tune.Tuner") -> "tune.ResultGrid":
         warnings.simplefilter("ignore", FutureWarning)  # BOHB's ConfigSpace/pandas/statsmodels stack warns
         warnings.filterwarnings("ignore", category=RuntimeWarning, module="statsmodels")
         return tuner.fit()
-
-
-def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: "str | TrialScheduler" = "asha",
-              searcher: "str | Searcher" = "random", grace_period: int = 1, reduction_factor: int = 3, seed: int = 0,
-              space: dict | None = None, storage: str | Path = "ray_results", verbose: int = 1,
-              startup: int = STARTUP) -> dict:
-    """One Ray Tune experiment on the digits; returns a plain summary and the ``ResultGrid`` (04).
-
-    ``scheduler`` and ``searcher`` are Tune objects, or names that :func:`make_scheduler` and
-    :func:`make_searcher` build. The summary (``helpers.tuning.instruments.summarize``) holds every
-    trial's learning curve, the epochs spent, the best configuration and its accuracy (the best
-    value at any epoch, what ``get_best_result(scope="all")`` ranks by), and ``grid``, Tune's own
-    ``ResultGrid``. A run stopped with Jupyter's Stop is summarised from the trials that reported.
-    If every trial fails (a search space the trainable cannot use, say), it raises
-    ``TrialsFailed``, whose first line is the trainable's own error; Ray's report is chained to it.
-
-    Example::
-
-        init_ray()
-        asha = run_tuner("asha", num_samples=24, max_t=9, reduction_factor=3)
-        asha["best_config"], asha["epochs"]
-    """
-    _check_budget(num_samples, max_t, grace_period, reduction_factor)
-    space = dict(space or search_space())
-    pauses = scheduler == "bohb" or type(scheduler).__name__ == "HyperBandForBOHB"
-    space.update(max_epochs=max_t, seed=seed, checkpoint=pauses)
-    if isinstance(scheduler, str):
-        scheduler = make_scheduler(scheduler, max_t, grace_period, reduction_factor)
-    if isinstance(searcher, str):
-        searcher = make_searcher(searcher, seed, startup)
-    tuner = build_tuner(name, space, scheduler, searcher, num_samples, storage, verbose)
-    t0 = time.perf_counter()
-    grid = fit(tuner)
-    out = summarize(grid, time.perf_counter() - t0)
-    if out["interrupted"]:
-        print(f"Stopped before the end: {out['trials']} of {len(grid)} trials reported results "
-              f"({out['trials_without_result']} reported none); the summary covers those.")
-    return {**out, "grid": grid}
