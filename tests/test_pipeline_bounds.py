@@ -186,6 +186,11 @@ def test_the_backward_count_is_printed_beside_the_measured_ratio():
     with_head = P.stage_cost_lines([row(1, 0.070, 0.080), row(2, 0.04, 0.04)], products=[7, 8], forward=[4, 4],
                                    head=P.head_share(P.make_stages(width=512, depth=4)))
     assert "stage 1's head (0.5% more multiply-adds than its counted products) and its loss" in with_head
+    # a forward ratio below its count: the head and loss, which only add work, are not brought up
+    fast = row(1, 0.070, 0.080)
+    fast["compute_rounds"][1][0]["F"] = 0.030   # stage 1's forward 30 ms against stage 0's 40 ms: ×0.75 for ×1.00 the work
+    below = P.stage_cost_lines([fast, row(2, 0.04, 0.04)], products=[7, 8], forward=[4, 4], head=0.005)
+    assert "the forward's ratio lies more than 5% from its count (forward -25.0%" in below and "stage 1's head" not in below
     assert "here the times follow" not in text
     assert "\nthe forward's ratio lies more than 5%" in text   # the verdict on both ratios on its own line, not the backward's tail
     def both(f1, b1):

@@ -208,7 +208,8 @@ def stage_cost_lines(rows: list[dict], products: list[int] | None = None, forwar
                          "not confirm that the times follow the count"
                          + ("; the forward's count leaves out stage 1's head" + (
                              f" ({head:.1%} more multiply-adds than its counted products)" if head is not None else "")
-                            + " and its loss, which this run does not time apart" if "forward's" in off else ""))
+                            + " and its loss, which this run does not time apart"
+                            if "forward's" in off and f1 / f0 > forward[1] / forward[0] else ""))   # they only add work
         else:
             lines.append(f"both ratios lie within {COUNT_TOLERANCE:.0%} of their counts ({dev}, of the unrounded ratios): "
                          "here the times follow the count")
