@@ -145,16 +145,25 @@ def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot
     naive = row(1, 0.420, 0.1, 0.1, msg=0.001)
     text = P.gap_lines([naive, row(4, 0.251, 0.1, 0.1, msg=0.001)])
     assert "together +20.0 to +26.0 ms, against the gap's +1 ms; the gap less them: -25.0 to -19.0 ms" in text
-    assert text.splitlines()[-1] == ("the estimates together overshoot the gap at m = 4 (by 19.0 to 25.0 ms; the outside "
+    assert text.splitlines()[-1] == ("by the medians the estimates together overshoot the gap at m = 4 (by 19.0 to 25.0 ms); "
+                                     "at m = 4 by more than that m's rounds' spread (0.0 ms): the outside "
                                      "term is m = 1's difference of medians, itself an estimate; what would make them overshoot is a cost in "
-                                     "m = 1's step that this m's step does not pay, and no event here times one)")
+                                     "m = 1's step that this m's step does not pay, and no event here times one")
+    # an overshoot smaller than the m's rounds' spread is a difference of medians: no cause offered (01's fresh read 9)
+    wide = row(4, 0.251, 0.1, 0.1, msg=0.001)
+    wide["step_range"] = (0.240, 0.290)
+    text = P.gap_lines([naive, wide])
+    assert text.splitlines()[-1] == ("by the medians the estimates together overshoot the gap at m = 4 (by 19.0 to 25.0 ms); "
+                                     "at m = 4 by less than that m's rounds' spread (slowest less fastest step: 50.0 ms), so "
+                                     "this run shows no difference between the gap and the estimates there")
     assert "SGD update may run" not in text   # a cost every m pays cannot make an estimate taken at m = 1 overshoot
     # m = 8: bound's step 225 ms, a +5 ms gap, messages +1.0 to +8.0: overshot with the outside term (+19.0 to +26.0),
     # spanned by the pieces and the messages alone
     text = P.gap_lines([naive, row(4, 0.251, 0.1, 0.1, msg=0.001), row(8, 0.230, 0.1, 0.1, msg=0.0005)])
     assert text.splitlines()[-1] == (
-        "the estimates together overshoot the gap at m = 4, 8 (by 14.0 to 25.0 ms; the outside term is m = 1's difference of medians, itself an estimate; what "
-        "would make them overshoot is a cost in m = 1's step that this m's step does not pay, and no event here times one); at m = 8 the "
+        "by the medians the estimates together overshoot the gap at m = 4, 8 (by 14.0 to 25.0 ms); at m = 4, 8 by more than "
+        "that m's rounds' spread (0.0, 0.0 ms): the outside term is m = 1's difference of medians, itself an estimate; what "
+        "would make them overshoot is a cost in m = 1's step that this m's step does not pay, and no event here times one; at m = 8 the "
         "pieces and the "
         "messages alone span the gap: by these estimates, the step's parts outside its compute added less there "
         "than m = 1's +18.0 ms")

@@ -96,8 +96,8 @@ def _residual_line(residuals: list[tuple[int, float, float, float]]) -> str:
     Each entry: m, the gap less the estimates with all 2m messages and with the 2 (lo ≤ hi), the
     outside term o, and the spread of that m's step rounds (slowest less fastest, ms). Where they overshoot
     and the gap lies within the estimates without o (lo + o ≤ 0 ≤ hi + o), the step's parts outside its
-    compute added less than o there, by these estimates. A shortfall is a difference of medians: a cost
-    beyond the estimates is said only where it exceeds that m's rounds' spread.
+    compute added less than o there, by these estimates. An overshoot or a shortfall is a difference of
+    medians: a difference between the gap and the estimates is said only where it exceeds that m's rounds' spread.
     """
     def ms(group: list) -> str:
         return ", ".join(str(e[0]) for e in group)
@@ -109,13 +109,23 @@ def _residual_line(residuals: list[tuple[int, float, float, float]]) -> str:
     within = [e for e in residuals if e[1] <= 0 <= e[2]]
     said = []
     if over:
-        outside_said = "the outside term is m = 1's difference of medians, itself an estimate; " if any(e[3] for e in over) else ""
-        fit = [e for e in over if e[1] + e[3] <= 0 <= e[2] + e[3]]
-        said.append(f"the estimates together overshoot the gap at m = {ms(over)} "
-                    f"({by(min(-e[2] for e in over), max(-e[1] for e in over))}; {outside_said}what would make them "
-                    "overshoot is a cost in m = 1's step that this m's step does not pay, and no event here times one)" + (
-                        f"; at m = {ms(fit)} the pieces and the messages alone span the gap: by these estimates, the "
-                        f"step's parts outside its compute added less there than m = 1's {fit[0][3]:+.1f} ms" if fit else ""))
+        noise = [e for e in over if -e[2] <= e[4]]   # the smallest overshoot within that m's rounds' spread
+        real = [e for e in over if e not in noise]
+        line = (f"by the medians the estimates together overshoot the gap at m = {ms(over)} "
+                f"({by(min(-e[2] for e in over), max(-e[1] for e in over))})")
+        if noise:
+            line += (f"; at m = {ms(noise)} by less than that m's rounds' spread (slowest less fastest step: "
+                     f"{', '.join(f'{e[4]:.1f}' for e in noise)} ms), so this run shows no difference between the gap "
+                     "and the estimates there")
+        if real:
+            outside_said = "the outside term is m = 1's difference of medians, itself an estimate; " if any(e[3] for e in real) else ""
+            fit = [e for e in real if e[1] + e[3] <= 0 <= e[2] + e[3]]
+            line += (f"; at m = {ms(real)} by more than that m's rounds' spread ({', '.join(f'{e[4]:.1f}' for e in real)} ms): "
+                     f"{outside_said}what would make them overshoot is a cost in m = 1's step that this m's step does not "
+                     "pay, and no event here times one" + (
+                         f"; at m = {ms(fit)} the pieces and the messages alone span the gap: by these estimates, the "
+                         f"step's parts outside its compute added less there than m = 1's {fit[0][3]:+.1f} ms" if fit else ""))
+        said.append(line)
     if short:
         beyond = [e for e in short if e[1] > e[4]]
         line = (f"by the medians the estimates together fall short of the gap at m = {ms(short)} "
