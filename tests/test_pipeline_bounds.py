@@ -40,6 +40,11 @@ def test_library_rows_above_the_bound_are_flagged_and_backward_waits_apportioned
     ev[3:] = [(1, "B", 0, 0.0, 0.05)]
     line = P.backward_wait_line({"microbatches": 3, "events": ev})
     assert "do not account for it; this run does not say what does (candidates it does not time" in line
+    # the means' product above the idle time: uneven pieces or uneven deliveries, neither timed (01's fresh read 10)
+    tight = [(0, "B", 0, 0.0, 0.1), (0, "B", 1, 0.105, 0.205), (0, "B", 2, 0.21, 0.31), (1, "B", 0, 0.0, 0.15), (1, "B", 1, 0.2, 0.35)]
+    line = P.backward_wait_line({"microbatches": 3, "events": tight})
+    assert ("more than the idle time: so the pieces did not each take their stage's mean, or the gradients' deliveries "
+            "took different times (this run times neither inside the step)") in line
 
 
 def test_stage_bound_uses_each_stages_measured_cost():
@@ -57,7 +62,7 @@ def test_stage_bound_uses_each_stages_measured_cost():
     assert "stage 1 takes ×3.00 the other's time" in text and "m = 2: 1.14× (1.33×)" in text
     # the bound's step pipelines m = 1's compute (1.2 s), not its whole step: 0.3 + 0.05 + 0.6 + 0.1 = 1.05 s
     gap = P.gap_lines([skew, dict(row(2, (0.1, 0.3), (0.2, 0.6)), step_s=1.04)])   # just below the bound step
-    assert "bound's step 900 ms with equal stages, 1050 ms with these stages' costs (their imbalance: +150 ms)" in gap
+    assert "bound's step 900.0 ms with equal stages, 1050.0 ms with these stages' costs (their imbalance: +150.0 ms)" in gap
     assert "at or below the bound" in gap
     # stage 0's backwards: 0.0–0.1 and 0.3–0.4 -> 200 ms idle between them; stage 1's backward pieces are slower
     waits = row(2, (0.1, 0.3), (0.2, 0.6), events=[(0, "B", 0, 0.0, 0.1), (0, "B", 1, 0.3, 0.4), (1, "B", 0, 0.0, 0.3)])

@@ -24,7 +24,7 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
         "messages' 20.0 ms is -15.0, below zero: medians taken apart)" in neg and "outside term is" not in neg
     assert "its two messages alone took 20.0 ms at their fastest, more than those 5.0 ms" in \
         P.gap_lines([tight, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
-    assert "stage 0: F ×2.00, B ×2.00" in text and "all four together ×2.00" in text and "gap to the latter +438 ms" in text
+    assert "stage 0: F ×2.00, B ×2.00" in text and "all four together ×2.00" in text and "gap to the latter +437.5 ms" in text
     assert "the pieces at ×2.00: +562.5" in text
     # estimates in ms, never percentages of the gap: a share of a gap the estimates overshoot says nothing
     assert "%" not in text and "explain" not in text and "the rest" not in text
@@ -32,7 +32,7 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     assert "outside its compute, if they took m = 1's (those other ms less its two messages): +80.0" in text
     # messages at their fastest round: 2 on every step's path (+10.0 ms), all 2m = 8 in a row (+40.0 ms), named as such
     assert "+10.0 for the 2 every step waits for (the first activation, the last gradient), +40.0 if all 2m = 8" in text
-    assert "together +652.5 to +682.5 ms, against the gap's +438 ms" in text
+    assert "together +652.5 to +682.5 ms, against the gap's +437.5 ms" in text
     # messages at their fastest round, not the median: rounds 5 ms, 40 ms, 60 ms give 2 × 4 × 5 ms = 40 ms
     noisy = dict(row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5), message_s=[0.005, 0.04, 0.06])
     assert "+40.0 if all 2m = 8" in P.gap_lines([naive, noisy])
@@ -48,10 +48,10 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     # cheaper pieces are a negative estimate, printed signed, not clipped to 0 (×0.85 of a 0.5625 s bound step: −84.4 ms)
     cheap = row(4, 0.6, [0.59, 0.6, 0.61], 0.17, 0.2125, msg=0.005)
     text = P.gap_lines([naive, cheap])
-    assert "the pieces at ×0.85: -84.4" in text and "together +5.6 to +35.6 ms, against the gap's +38 ms" in text
-    text = P.gap_lines([naive, row(4, 0.8, [0.79, 0.8, 0.81], 0.22, 0.275)])   # ×1.10: +56.2 ms of a 238 ms gap
+    assert "the pieces at ×0.85: -84.4" in text and "together +5.6 to +35.6 ms, against the gap's +37.5 ms" in text
+    text = P.gap_lines([naive, row(4, 0.8, [0.79, 0.8, 0.81], 0.22, 0.275)])   # ×1.10: +56.2 ms of a 237.5 ms gap
     assert "the pieces at ×1.10: +56.2" in text and "messages: not timed in this run" in text
-    assert "together +136.2 ms, against the gap's +238 ms" in text
+    assert "together +136.2 ms, against the gap's +237.5 ms" in text
     # the m = 1 step's own parts outside the compute never count for the bound: 0.67 s against the bound step
     # 0.9 / 1.33 = 0.675 s is 1.01 of it by the medians, but 0.96–1.02 against this m's rounds: no clear win
     fast = row(2, 0.67, [0.66, 0.67, 0.70], 0.2, 0.25)
@@ -105,13 +105,14 @@ def test_printed_sums_add_up_and_the_bound_compares_compute_with_compute():
     assert "at m = 1 the share of its step the compute took" in table and "below 1.00 at m = 1" not in table
     assert "the stages computed 257.9 ms of its 265.0 ms step" in P.gap_lines([naive, m2])
     assert "efficiency above" not in P.gpipe_table([naive, row(2, 0.21, [(0.040, 0.075), (0.043, 0.083)])])
-    # gap_lines' imbalance and gap are differences of the printed steps: 198.6 → 199 and 202.4 → 202 give +3, not +4
+    # gap_lines' steps to 0.1 ms, imbalance and gap their differences (01's fresh read 10: whole ms printed a 4.8 ms
+    # imbalance "+4"): 198.6 and 202.4 give +3.8
     base = row(1, 0.27, [(0.0, 0.1324), (0.0, 0.1324)])   # 264.8 ms of compute: equal stages 198.6 ms at m = 2
     base["compute_rounds"] = [[{"F": 0.0662, "B": 0.0648}], [{"F": 0.0600, "B": 0.0738}]]   # bound's step 202.4 ms
     assert round(1e3 * P.bound_step(base, 2), 1) == 202.4
     text = P.gap_lines([base, row(2, 0.2074, [(0.033, 0.033), (0.030, 0.036)])])
-    assert "bound's step 199 ms with equal stages, 202 ms with these stages' costs (their imbalance: +3 ms)" in text
-    assert "gap to the latter +5 ms" in text   # 207 − 202, not 207.4 − 202.4
+    assert "bound's step 198.6 ms with equal stages, 202.4 ms with these stages' costs (their imbalance: +3.8 ms)" in text
+    assert "gap to the latter +5.0 ms" in text   # 207.4 − 202.4
 
 
 def _gap_row(m, step, f, b, msg=None):
@@ -144,7 +145,7 @@ def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot
     # even by the pieces and the messages alone
     naive = row(1, 0.420, 0.1, 0.1, msg=0.001)
     text = P.gap_lines([naive, row(4, 0.251, 0.1, 0.1, msg=0.001)])
-    assert "together +20.0 to +26.0 ms, against the gap's +1 ms; the gap less them: -25.0 to -19.0 ms" in text
+    assert "together +20.0 to +26.0 ms, against the gap's +1.0 ms; the gap less them: -25.0 to -19.0 ms" in text
     assert text.splitlines()[-1] == ("by the medians the estimates together overshoot the gap at m = 4 (by 19.0 to 25.0 ms); "
                                      "at m = 4 by more than that m's rounds' spread (0.0 ms): the outside "
                                      "term is m = 1's difference of medians, itself an estimate; what would make them overshoot is a cost in "
@@ -182,7 +183,7 @@ def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot
     # messages not timed: one figure; a gap within the range is said so
     naive.pop("message_s")
     text = P.gap_lines([naive, row(4, 0.270, 0.1, 0.1)])
-    assert "together +20.0 ms, against the gap's +20 ms; the gap less them: +0.0 ms" in text
+    assert "together +20.0 ms, against the gap's +20.0 ms; the gap less them: +0.0 ms" in text
     assert text.splitlines()[-1] == "at m = 4 the gap lies within the estimates' range"
     text = P.gap_lines([naive, row(4, 0.271, 0.1, 0.1)])   # one figure: "by 1.0 ms", not "by 1.0 to 1.0 ms"
     assert text.splitlines()[-1].startswith("by the medians the estimates together fall short of the gap at m = 4 (by 1.0 ms); ")

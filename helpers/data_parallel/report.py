@@ -33,7 +33,7 @@ def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
 
 
 def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | None = None,
-                    margin: float = MARGIN, where: str = "section 3's") -> str:
+                    margin: float = MARGIN, where: str = "section 3's", rounds: list[float] | None = None) -> str:
     """Amdahl's bound for threading only the forward, from a one-thread pass's forward and backward times (02).
 
     The serial share is the backward's share of the one-worker pass (Amdahl's law starts from the
@@ -42,12 +42,15 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
     above the bound, the sentence says so; below 1×, that the shortfall is not explained (as with
     ``slower``); "below" the bound only from 1× up and more than ``margin`` below it.
     ``where``: whose one-thread pass the times are (a CPU pass, like the threads it is set beside).
+    ``rounds``: the round-by-round ratios; where one lies above the bound while the median does not, the
+    sentence says so and places the threads nowhere against the bound (the rounds spread too far).
     """
     share = one_worker_seconds["backward"] / (one_worker_seconds["forward"] + one_worker_seconds["backward"])
     cap = amdahl_cap(share)
     above = measured is not None and measured > cap
     short = measured is not None and measured < 1 and not slower  # below 1× without an every-round verdict
-    below = measured is not None and not slower and not short and measured < cap - margin
+    over = [r for r in (rounds or []) if r > cap] if not above else []
+    below = measured is not None and not slower and not short and measured < cap - margin and not over
     return (f"Amdahl's law: with the backward ({share:.1%} of {where} one-thread forward+backward pass, not of the two-thread step) left on one thread, "
             f"threading the forward gains at most {cap:.2f}×; the bound leaves out the step's other serial work on "
             "the main thread (scatter, replicate, gather, the SGD step), so the real cap is lower. The law bounds a "
@@ -61,6 +64,9 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
                f"not every round is more than {margin:.0%} below 1×); that shortfall is not explained in this notebook (what the "
                "threads' step adds is not split up)" if short else "")
             + (f". The forward-only threads' median here, {measured:.2f}×, is below that bound" if below else "")
+            + (f". {len(over)} of the {len(rounds or [])} rounds ({', '.join(f'{r:.2f}×' for r in over)}) lie above that "
+               "bound: the rounds spread wider than the distance from 1× to the bound, so this run does not place the "
+               "forward-only threads against it" if over else "")
             + ".")
 
 

@@ -255,4 +255,5 @@ def backward_wait_line(row: dict, stage: int = 0, base: dict | None = None) -> s
                    + (f"{slower / wait_ms:.0%} of the idle time; the rest ({wait_ms - slower:.2f} ms) this run does not "
                       "attribute (candidates it does not time: the messages' delivery, pieces of uneven length)"
                       if slower < 0.995 * wait_ms else "all of the idle time" if slower <= 1.005 * wait_ms
-                      else "more than the idle time, so the pieces did not each take their stage's mean"))
+                      else "more than the idle time: so the pieces did not each take their stage's mean, or the "
+                      "gradients' deliveries took different times (this run times neither inside the step)"))

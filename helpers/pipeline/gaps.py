@@ -50,15 +50,17 @@ def gap_lines(rows: list[dict]) -> str:
     for r in rows[1:]:
         m = r["microbatches"]
         equal_step, ideal_step = c1 / ideal_speedup(m), bound_step(base, m)
-        step_ms, equal_ms, ideal_ms = round(1e3 * r["step_s"]), round(1e3 * equal_step), round(1e3 * ideal_step)
+        # to 0.1 ms, and every difference below is of these printed figures (whole ms made a 4.8 ms imbalance "+4")
+        step_ms, equal_ms, ideal_ms = (round(1e3 * t, 1) for t in (r["step_s"], equal_step, ideal_step))
+        gap_ms = round(step_ms - ideal_ms, 1)
         gap = r["step_s"] - ideal_step
         per = "; ".join(f"stage {s}: F ×{statistics.median(_compute(r, s, 'F')) / statistics.median(_compute(base, s, 'F')):.2f}, "
                         f"B ×{statistics.median(_compute(r, s, 'B')) / statistics.median(_compute(base, s, 'B')):.2f}"
                         for s in (0, 1))
         k = _slowdown(r, base)
-        lines.append(f"m = {m:>2}: step {step_ms} ms; bound's step {equal_ms} ms with equal stages, "
-                     f"{ideal_ms} ms with these stages' costs (their imbalance: {ideal_ms - equal_ms:+d} ms); "
-                     f"gap to the latter {step_ms - ideal_ms:+d} ms\n        pieces' summed time against m = 1's: {per}; "
+        lines.append(f"m = {m:>2}: step {step_ms:.1f} ms; bound's step {equal_ms:.1f} ms with equal stages, "
+                     f"{ideal_ms:.1f} ms with these stages' costs (their imbalance: {ideal_ms - equal_ms:+.1f} ms); "
+                     f"gap to the latter {gap_ms:+.1f} ms\n        pieces' summed time against m = 1's: {per}; "
                      f"all four together ×{k:.2f}")
         if gap <= 0:
             lines.append("        at or below the bound with these stages' costs: no gap to explain")
@@ -78,12 +80,12 @@ def gap_lines(rows: list[dict]) -> str:
                      f"activation, the last gradient), {all_:+.1f} if all 2m = {2 * m} went one after "
                      f"another (isend lets the sender compute on, so the others may pass while a stage computes)"
                      f"\n        together {p_ms + o_ms + two:+.1f} to {p_ms + o_ms + all_:+.1f} ms, against the gap's "
-                     f"{step_ms - ideal_ms:+d} ms")
+                     f"{gap_ms:+.1f} ms")
         else:
             two = all_ = 0.0
             said += (f"messages: not timed in this run\n        together {p_ms + o_ms:+.1f} ms, against the gap's "
-                     f"{step_ms - ideal_ms:+d} ms")
-        lo, hi = (round(step_ms - ideal_ms - p_ms - o_ms - x, 1) for x in (all_, two))
+                     f"{gap_ms:+.1f} ms")
+        lo, hi = (round(gap_ms - p_ms - o_ms - x, 1) for x in (all_, two))
         rlo, rhi = r["step_range"]
         residuals.append((m, lo, hi, o_ms, round(1e3 * (rhi - rlo), 1)))
         lines.append(said + f"; the gap less them: {lo:+.1f}" + (f" to {hi:+.1f} ms" if hi != lo else " ms"))
