@@ -31,7 +31,7 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     # the step's own parts outside its compute: m = 1's 100 ms less its two 10 ms messages, 80 ms
     assert "outside its compute, if they took m = 1's (those other ms less its two messages): +80.0" in text
     # messages at their fastest round: 2 on every step's path (+10.0 ms), all 2m = 8 in a row (+40.0 ms), named as such
-    assert "+10.0 for the 2 every step waits for (the first activation, the last gradient), +40.0 if all 2m = 8" in text
+    assert "+10.0 for the 2 on every step's path (one activation, one gradient; with these pieces the first activation and the first gradient, as the slower stage of each phase makes the other wait), +40.0 if all 2m = 8" in text
     assert "together +652.5 to +682.5 ms, against the gap's +437.5 ms" in text
     # messages at their fastest round, not the median: rounds 5 ms, 40 ms, 60 ms give 2 × 4 × 5 ms = 40 ms
     noisy = dict(row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5), message_s=[0.005, 0.04, 0.06])

@@ -25,10 +25,10 @@ def test_verdicts_on_piece_costs_and_messages_respect_the_spread():
         return dict(cost(m, sorted(r)[2], min(r), max(r)), cost_rounds=r)
     one = rounds(1, [0.99, 1.0, 1.0, 1.01, 1.16])   # one slow m = 1 round: m = 8 more in 20 of the 25 pairs, p = 0.15
     lines = P.piece_cost_lines([one, rounds(8, [1.11, 1.12, 1.13, 1.13, 1.14])]).splitlines()
-    assert lines[1].endswith("no clear difference (the rounds overlap m = 1's; more in 20 of the 25 pairs of rounds, p = 0.15)")
+    assert lines[1].endswith("no clear difference (the rounds overlap m = 1's; more in 20 of the 25 pairs of rounds, p-value 0.15)")
     lines = P.piece_cost_lines([one, rounds(8, [1.11, 1.17, 1.18, 1.19, 1.2])]).splitlines()   # 24 of 25
     assert lines[1].endswith("mostly more than in one piece (the rounds overlap m = 1's; more in 24 of the 25 pairs of "
-                             "rounds, p = 0.016)")
+                             "rounds, p-value 0.016)")
 
     def msg(m, times):
         return {"microbatches": m, "message_bytes": 4096 // m, "message_s": times, "step_s": 1.0}
@@ -67,8 +67,8 @@ def test_mostly_needs_an_exact_p_below_five_percent():
         verdict = P.rounds_side(a, b)[0]
         # the old rule (3 in 4 of the pairs: 19) and a one-sided 5 % (21, 22) must not say "mostly"; 23 of 25 may
         assert verdict == ("faster" if k == 25 else "mostly faster" if k >= 23 else "unclear"), (k, verdict)
-    assert P.rounds_side(*five(23))[1] == "the rounds overlap; faster in 23 of the 25 pairs of rounds, p = 0.032"
-    assert P.rounds_side(*five(19))[1] == "the rounds overlap; faster in 19 of the 25 pairs of rounds, p = 0.22"
+    assert P.rounds_side(*five(23))[1] == "the rounds overlap; faster in 23 of the 25 pairs of rounds, p-value 0.032"
+    assert P.rounds_side(*five(19))[1] == "the rounds overlap; faster in 19 of the 25 pairs of rounds, p-value 0.22"
 
 
 def test_speed_verdicts_follow_the_rounds():
@@ -84,7 +84,7 @@ def test_speed_verdicts_follow_the_rounds():
     base = dict(naive, step_s=0.036, step_rounds=[0.035, 0.036, 0.036, 0.037, 0.046], step_range=(0.035, 0.046))
     m8 = dict(naive, step_s=0.044, step_rounds=[0.042, 0.043, 0.044, 0.044, 0.045], step_range=(0.042, 0.045))
     assert P.against_naive(m8, base) == ("no clear difference from the naive split (the rounds overlap; slower in 20 of "
-                                         "the 25 pairs of rounds, p = 0.15)")
+                                         "the 25 pairs of rounds, p-value 0.15)")
     assert P.rounds_side(base["step_rounds"], m8["step_rounds"])[0] == "unclear"
     assert P.rounds_side([0.9, 1.0, 1.1, 1.2], [0.95, 1.05, 1.15, 1.25])[0] == "unclear"   # faster in 10 of 16 pairs
     assert P.rounds_side([1.0, 2.0], [0.5, 0.9])[0] == "slower"
@@ -92,7 +92,7 @@ def test_speed_verdicts_follow_the_rounds():
     slow = dict(base, step_s=0.05, step_rounds=[0.049, 0.05, 0.051], step_range=(0.049, 0.051))
     assert P.best_split_line([slow, dict(m8, microbatches=8), m2]).endswith(
         "faster or mostly faster than every other m: m = 2: mostly faster (the rounds overlap; faster in 23 of the 25 pairs "
-        "of rounds, p = 0.024)")   # m = 8's two 44 ms rounds tie: mean ranks, so not the untied 0.032
+        "of rounds, p-value 0.024)")   # m = 8's two 44 ms rounds tie: mean ranks, so not the untied 0.032
     m2 = dict(m2, step_rounds=[0.043, 0.045, 0.046, 0.047, 0.048], step_range=(0.043, 0.048))   # 20 of 25 (and a tie)
     assert P.best_split_line([slow, dict(m8, microbatches=8), m2]).endswith("no clear best")
     costs = [{"microbatches": 1, "cost_vs_m1": 1.0, "cost_range": (0.98, 1.02)},
@@ -120,10 +120,10 @@ def test_speed_verdicts_follow_the_rounds():
     assert "not set apart" in lean and "a weak call" in lean and "the rounds set the two steps apart" not in lean
     near = P.library_lines(lib, [naive, row(2, 1.28, 1.2, 1.4)])   # overlapping rounds, 1 of 9 pairs the other way
     assert ("hand-written 1280 (1200–1400) 59%: no clear difference (the rounds overlap; hand-written faster in 5 of the 9 "
-            "pairs of rounds, p = 1)") in near   # who was faster in more pairs is named, whichever side it is
+            "pairs of rounds, p-value 1)") in near   # who was faster in more pairs is named, whichever side it is
     near = P.library_lines(lib, [naive, row(2, 1.32, 1.26, 1.4)])
     assert "no clear difference (the rounds overlap; library faster in 6 of the 9 pairs of rounds" in near
-    assert "no clear difference (the rounds overlap; faster and slower in 3 of the 9 pairs of rounds each, p = 1)" in near
+    assert "no clear difference (the rounds overlap; faster and slower in 3 of the 9 pairs of rounds each, p-value 1)" in near
     assert "largest difference in efficiency: m = 2" in near and near.endswith("the rounds do not set the two steps apart")
     lib.append(dict(row(2, 1.5, 1.4, 1.6), schedule="1f1b"))
     assert "1F1B against GPipe at m = 2: 1500 against 1300 ms: 1F1B slower (the rounds do not overlap)" in \

@@ -19,9 +19,10 @@ def gap_lines(rows: list[dict]) -> str:
     if both stages' forwards and backwards together took k times m = 1's (``_slowdown``: the four
     parts' medians summed, so k lies within the four printed ratios), the model gives a step k times
     the bound's: bound × (k − 1), negative where the pieces were cheaper. Messages, each at its
-    size's fastest round timed alone (``message_lines`` says why not the median): every step waits
-    for two of them whatever m is (the first activation before stage 1's first forward, the last
-    gradient before stage 0's last backward); ``isend`` lets the sender compute on, so the other
+    size's fastest round timed alone (``message_lines`` says why not the median): two of them lie on
+    every step's path whatever m is, one activation and one gradient (the last activation where stage
+    0's forwards are the slower, else the first; the last gradient where stage 1's backwards are the
+    slower, else the first); ``isend`` lets the sender compute on, so the other
     2m − 2 may pass while a stage computes, and all 2m one after another is the most they add if
     each costs inside the step what it cost alone. The step's own parts outside the compute: m = 1's
     time outside its compute as printed (its step's ms less its compute's ms), less its two messages at their fastest
@@ -76,8 +77,12 @@ def gap_lines(rows: list[dict]) -> str:
         if "message_s" in r:   # each size's fastest round (message_lines)
             one = min(r["message_s"])
             two, all_ = round(2e3 * one, 1), round(2e3 * m * one, 1)
-            said += (f"messages at their fastest alone: {two:+.1f} for the 2 every step waits for (the first "
-                     f"activation, the last gradient), {all_:+.1f} if all 2m = {2 * m} went one after "
+            f_ = [statistics.median(_compute(r, st, "F")) for st in (0, 1)]
+            b_ = [statistics.median(_compute(r, st, "B")) for st in (0, 1)]
+            act, grad = ("last" if f_[0] > f_[1] else "first"), ("last" if b_[1] > b_[0] else "first")
+            said += (f"messages at their fastest alone: {two:+.1f} for the 2 on every step's path (one activation, "
+                     f"one gradient; with these pieces the {act} activation and the {grad} gradient, as the slower "
+                     f"stage of each phase makes the other wait), {all_:+.1f} if all 2m = {2 * m} went one after "
                      f"another (isend lets the sender compute on, so the others may pass while a stage computes)"
                      f"\n        together {p_ms + o_ms + two:+.1f} to {p_ms + o_ms + all_:+.1f} ms, against the gap's "
                      f"{gap_ms:+.1f} ms")

@@ -6,7 +6,7 @@ import itertools
 import math
 from typing import Sequence
 
-ROUNDS_ALPHA = 0.05   # a "mostly" verdict needs a two-sided exact p below this (rounds_p)
+ROUNDS_ALPHA = 0.05   # a "mostly" verdict needs a two-sided exact p-value below this (rounds_p)
 
 __all__ = ["rounds_p", "rounds_side", "against_naive"]
 
@@ -32,7 +32,7 @@ def _rank_p(a: tuple, b: tuple) -> float:
 
 def rounds_side(a: list[float], b: list[float]) -> tuple[str, str]:
     """How step rounds ``a`` compare with ``b`` (01): faster/slower where the ranges do not overlap; where they do,
-    mostly faster/slower where the pairs (a round of each) lean one way with a two-sided exact p below 0.05
+    mostly faster/slower where the pairs (a round of each) lean one way with a two-sided exact p-value below 0.05
     (``rounds_p``: with five rounds each, at least 23 of the 25 pairs); else unclear.
 
     Returns (verdict, why); a pairs count is rank-based, so one outlying round cannot decide it.
@@ -43,10 +43,10 @@ def rounds_side(a: list[float], b: list[float]) -> tuple[str, str]:
     up, down = sum(x > y for x in a for y in b), sum(x < y for x in a for y in b)
     p = rounds_p(a, b)
     if up == down:
-        return "unclear", f"the rounds overlap; faster and slower in {up} of the {n} pairs of rounds each, p = {p:.2g}"
+        return "unclear", f"the rounds overlap; faster and slower in {up} of the {n} pairs of rounds each, p-value {p:.2g}"
     side, k = ("slower", up) if up > down else ("faster", down)
     return (("mostly " + side) if p < ROUNDS_ALPHA else "unclear"), \
-        f"the rounds overlap; {side} in {k} of the {n} pairs of rounds, p = {p:.2g}"
+        f"the rounds overlap; {side} in {k} of the {n} pairs of rounds, p-value {p:.2g}"
 
 
 def against_naive(row: dict, base: dict) -> str:

@@ -49,7 +49,7 @@ def plot_memory(rows: list[dict], label: str = "") -> Figure | None:
             ax.text(x, bottom, f"N={n}", ha="center", va="bottom", fontsize=8)
     ax.plot([], [], " ", label=f"paler to darker: N = {', '.join(map(str, sizes))} (on each bar)")
     ax.set_xticks(range(len(strategies)), [NAMES.get(s, s) for s in strategies])
-    ax.set(ylabel="MB on the largest rank", title="parameters, gradients, optimizer state and gathered layers per rank\n(not activations or buckets)")
+    ax.set(ylabel="MB on the largest rank", title="parameters, gradients, optimizer state and gathered layers per rank\n(not activations; DDP's buckets are its gradients here)")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
