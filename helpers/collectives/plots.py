@@ -145,8 +145,8 @@ def _no_fixed_cost_bound(rows: list[dict]) -> str:
 def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     """Each size's times (all_reduce, ring, one ring step) and the ring against its predictions, led by one takeaway (08).
 
-    The prediction (``ring_model_s``) comes from lines fitted to the step and the addition timed
-    alone. Where the rows hold ``ring_parts_s`` (the same recipe from each size's *measured* step and
+    The prediction (``ring_model_s``) comes from the line fitted to the step timed alone and γ, the
+    additions' best seconds per byte at the large sizes. Where the rows hold ``ring_parts_s`` (the same recipe from each size's *measured* step and
     addition, no line) and ``step_model_s`` (the step line at that size), the takeaway also says, where
     the ring is within ``margin`` of its measured parts, how much of its excess over the prediction they
     explain, split into the steps (with how far the step line is from the measured step) and the
@@ -166,8 +166,8 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
                       + (f"           {r['step_model_s'] * 1e3:6.2f} ms  {r['ring_parts_s'] * 1e3:7.2f} ms  "
                          f"×{r['ring_s'] / r['ring_parts_s']:.2f}" if parts else "") for r in rows]
     if parts:
-        table.append("  predicted: from the lines fitted to the step and the addition; from parts: 2(n − 1) × this size's "
-                     "measured step + (n − 1) × its measured addition, no line")
+        table.append("  predicted: from the line fitted to the step, plus γ (the additions' best seconds per byte "
+                     "at the large sizes); from parts: 2(n − 1) × this size's measured step + (n − 1) × its measured addition, no line")
         table.append("  per whole all-reduce: all_reduce, ring, predicted, from parts; per ring step: one step, step line")
     else:
         table.append("  per whole all-reduce: all_reduce, ring, predicted; per ring step: one step")
@@ -269,8 +269,8 @@ def plot_scratch_ddp(res: dict, label: str = "") -> Figure | None:
         ax.text(bar.get_x() + bar.get_width() / 2, tops[v], f"×{q[0]:.2f}–×{q[-1]:.2f}\nΔ={res['max_abs_diff'][v]:.0e}"
                 if rounds else f"{q[0]:.2f}×\nΔ={res['max_abs_diff'][v]:.0e}", ha="center", va="bottom", fontsize=9)
     title = "DDP rebuilt from hooks: step time (× DDP's)" if not rounds else \
-        (f"DDP rebuilt from hooks: step time, best of {len(rounds['ddp'])} rounds; line: up to the slowest round\n"
-         "× DDP's within a round, lowest–highest round")
+        (f"DDP rebuilt from hooks: bar, best of {len(rounds['ddp'])} rounds; whisker, up to the slowest round\n"
+         "label: ÷ DDP's step in the same round, lowest–highest")
     ax.set(ylabel="ms per training step", title=title + ("; " if rounds else "\n") + "Δ = max |parameters − DDP's|")
     ax.set_ylim(0, 1.35 * max(tops.values()))
     ax.grid(alpha=0.3, axis="y")

@@ -37,8 +37,8 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
     """Amdahl's bound for threading only the forward, from a one-thread pass's forward and backward times (02).
 
     The serial share is the backward's share of the one-worker pass (Amdahl's law starts from the
-    serial run); the sentence says the bound covers a gain, not a loss, and that it leaves out the
-    step's other serial work, so the real cap is lower. ``measured``: the threads' median ratio;
+    serial run); the sentence says the bound holds only if the backward keeps that time, covers a gain,
+    not a loss, and leaves out the step's other serial work. ``measured``: the threads' median ratio;
     above the bound, the sentence says so; below 1×, that the shortfall is not explained (as with
     ``slower``); "below" the bound only from 1× up and more than ``margin`` below it.
     ``where``: whose one-thread pass the times are (a CPU pass, like the threads it is set beside).
@@ -52,9 +52,9 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
     over = [r for r in (rounds or []) if r > cap] if not above else []
     below = measured is not None and not slower and not short and measured < cap - margin and not over
     return (f"Amdahl's law: with the backward ({share:.1%} of {where} one-thread forward+backward pass, not of the two-thread step) left on one thread, "
-            f"threading the forward gains at most {cap:.2f}×; the bound leaves out the step's other serial work on "
-            "the main thread (scatter, replicate, gather, the SGD step), so the real cap is lower. The law bounds a "
-            "gain, not a loss"
+            f"threading the forward gains at most {cap:.2f}× if the backward keeps that one-thread time (the law "
+            "assumes the serial part unchanged; the step's other serial work on the main thread, scatter, replicate, "
+            "gather, the SGD step, is not in it). The law bounds a gain, not a loss"
             + (": the shortfall below 1× here is not explained in this notebook (what the threads' step adds is "
                "not split up)" if slower else "")
             + (f". The forward-only threads' median here, {measured:.2f}×, is above that bound: the bound takes "
