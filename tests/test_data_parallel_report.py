@@ -16,7 +16,7 @@ def test_section4_sentences_say_what_the_numbers_say():
     assert "well below" not in below
     # 02's fresh read 6: a median below the bound with a round above it places the threads nowhere against the bound
     spread = D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, False, measured=1.06, rounds=[1.46, 0.79, 1.06])
-    assert "1 of the 3 rounds (1.46×) lie above that bound" in spread and "below that bound" not in spread
+    assert "1 of the 3 rounds (1.460×) lies above that bound (1.333×)" in spread and "below that bound" not in spread
     assert "does not place the forward-only threads against it" in spread
     assert "lie above" not in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, False, measured=1.06, rounds=[1.1, 1.0])
     assert "well below" not in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, True, measured=0.9)

@@ -64,9 +64,9 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
                f"not every round is more than {margin:.0%} below 1×); that shortfall is not explained in this notebook (what the "
                "threads' step adds is not split up)" if short else "")
             + (f". The forward-only threads' median here, {measured:.2f}×, is below that bound" if below else "")
-            + (f". {len(over)} of the {len(rounds or [])} rounds ({', '.join(f'{r:.2f}×' for r in over)}) lie above that "
-               "bound: the rounds spread wider than the distance from 1× to the bound, so this run does not place the "
-               "forward-only threads against it" if over else "")
+            + (f". {len(over)} of the {len(rounds or [])} rounds ({', '.join(f'{r:.3f}×' for r in over)}) "
+               f"{'lies' if len(over) == 1 else 'lie'} above that bound ({cap:.3f}×): the rounds spread wider than the "
+               "distance from 1× to the bound, so this run does not place the forward-only threads against it" if over else "")
             + ".")
 
 
