@@ -148,3 +148,30 @@ def test_diagnose_names_the_cause_by_rule_not_by_arrival():
     assert run.diagnose({0: 1, 1: 1, 2: 1}).rank == 1  # two real causes: the lowest-numbered, not the first to arrive
     assert run.diagnose({0: 1, 1: 1, 2: 1, 3: -9}).rank == 3  # a rank killed by a signal comes before any traceback
     assert run.diagnose({0: 1, 1: 1, 2: 1, 3: 1}).rank == 3  # one gone without a traceback comes before them too
+
+
+def test_no_rank_runs_its_function_before_every_rank_is_through_init(tmp_path, monkeypatch):
+    """A rank whose function returns at once tears down its process group; a rank still inside
+    init_process_group then fails with gloo's "Connection closed by peer" (a CI run of notebook 05, one
+    core busy). So each rank meets the others (a barrier) between init and the function: the order, here
+    on one forked rank with the process-group calls recorded."""
+    order = tmp_path / "order"
+
+    def note(step):
+        return lambda *a, **k: order.open("a").write(step + "\n")
+
+    monkeypatch.setattr(L.dist, "TCPStore", lambda *a, **k: None)
+    monkeypatch.setattr(L.dist, "init_process_group", note("init"))
+    monkeypatch.setattr(L.dist, "barrier", note("barrier"))
+    monkeypatch.setattr(L, "die_with_launcher", lambda pid: None)
+    import multiprocessing
+    import pickle
+    ctx = multiprocessing.get_context("fork")
+    read, write = ctx.Pipe(duplex=False)
+    env = dict(os.environ, BOG_ORDER_FILE=str(order))
+    p = ctx.Process(target=L._entry, args=(pickle.dumps(launch_drills.note_order), 0, 1, "gloo", 0, 1, 30.0, (),
+                                           write, False, env, os.getpid()))
+    p.start()
+    write.close()
+    p.join(60)
+    assert p.exitcode == 0 and order.read_text().split() == ["init", "barrier", "fn"]

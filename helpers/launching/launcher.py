@@ -93,6 +93,9 @@ def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int,
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
                                 timeout=timedelta(seconds=timeout_s),
                                 device_id=device if device.type == "cuda" else None)
+        # every rank through init before any runs fn: a rank whose fn returned at once would tear down its
+        # connections under one still connecting (gloo: "Connection closed by peer", seen under load)
+        dist.barrier()
         result = fn(rank, world_size, *args)
         buf = io.BytesIO()
         torch.save(result, buf)
