@@ -219,3 +219,23 @@ def test_deepspeed_zero3_splits_each_tensor_apart():
     assert z3["params"] == 2 * (2 + 2)                   # ceil(5/4) + ceil(7/4): each tensor padded and split
     assert z3["optim"] == 12 * (2 + 2)
     assert memory_per_rank(shapes, 4, "zero2", "deepspeed")["optim"] == 12 * 3   # ZeRO-1/2: one flat buffer, ceil(12/4)
+
+
+def test_every_strategy_is_set_up_alike_from_one_table():
+    """``SHARD[name](model, mesh, lr=...)`` for each strategy run_sharding trains: one call, no branch on names;
+    the table's names are exactly the ones run_sharding accepts (its refusal lists them)."""
+    import inspect
+
+    from helpers.sharding.recipe import SHARD, STRATEGIES
+
+    for name, setup in SHARD.items():
+        params = list(inspect.signature(setup).parameters)
+        assert params[:3] == ["model", "mesh", "lr"], (name, params)
+    assert set(SHARD) <= set(STRATEGIES) and set(STRATEGIES) - set(SHARD) == {"zero2", "zero3"}
+
+
+def test_each_collective_op_has_one_family_and_each_family_one_wire_factor():
+    from helpers.sharding.instruments import FAMILY, WIRE_FACTOR
+
+    assert set(FAMILY.values()) == set(WIRE_FACTOR)
+    assert WIRE_FACTOR == {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1, "broadcast": 1}

@@ -25,16 +25,19 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..core.measure import fit_alpha_beta
 from ..launching.ranks import local_device
 from ..launching.timing import slowest_seconds_per_call
-from .recipe import make_model, shard_ddp, shard_fsdp2, shard_tp, shard_zero1
+from .recipe import make_model
 
-__all__ = ["WIRE_FACTOR", "CollectiveBytes", "local_tensor", "rank_bytes", "ddp_bucket_bytes", "GatheredPeak", "synthetic_regression", "train_step",
-           "reference_parameters", "full_parameters", "fit_link", "comm_seconds", "FAMILY", "BUILDERS", "plain_rest", "best_time"]
+__all__ = ["FAMILY", "WIRE_FACTOR", "CollectiveBytes", "local_tensor", "rank_bytes", "ddp_bucket_bytes", "GatheredPeak",
+           "synthetic_regression", "train_step", "reference_parameters", "full_parameters", "fit_link", "comm_seconds",
+           "plain_rest", "best_time"]
 
-# the share of a collective's payload a rank sends with ring algorithms, times (N - 1)/N: on average per rank
+# Each collective op the dispatcher sees (c10d's and the functional ones), by the collective it is:
+FAMILY = {"allreduce_": "all_reduce", "all_reduce": "all_reduce", "_allgather_base_": "all_gather",
+          "allgather_": "all_gather", "all_gather_into_tensor": "all_gather", "_reduce_scatter_base_": "reduce_scatter",
+          "reduce_scatter_": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter", "broadcast_": "broadcast"}
+# and the share of its payload a rank sends with ring algorithms, times (N - 1)/N: on average per rank
 # (every rank sends it in a ring all-reduce, all-gather or reduce-scatter; a broadcast's root sends more)
-WIRE_FACTOR = {"allreduce_": 2, "all_reduce": 2, "_allgather_base_": 1, "allgather_": 1, "all_gather_into_tensor": 1,
-               "_reduce_scatter_base_": 1, "reduce_scatter_": 1, "reduce_scatter_tensor": 1, "broadcast_": 1}
-BUILDERS = {"ddp": shard_ddp, "zero1": shard_zero1, "fsdp2": shard_fsdp2, "tp": shard_tp}
+WIRE_FACTOR = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1, "broadcast": 1}
 
 
 class CollectiveBytes(CommDebugMode):
@@ -57,13 +60,13 @@ class CollectiveBytes(CommDebugMode):
         if out is NotImplemented or isinstance(func, torch._ops.HigherOrderOperator):
             return out
         name = str(func._overloadpacket).split(".")[-1]
-        if name in WIRE_FACTOR:
+        if name in FAMILY:
             leaves = torch.utils._pytree.tree_leaves((args, kwargs))
             nbytes = max((t.numel() * t.element_size() for t in leaves if isinstance(t, torch.Tensor)), default=0)
             n = dist.get_world_size()
             self.calls[name] += 1
             self.payload[name] += nbytes
-            self.wire += WIRE_FACTOR[name] * (n - 1) / n * nbytes
+            self.wire += WIRE_FACTOR[FAMILY[name]] * (n - 1) / n * nbytes
         return out
 
     def summary(self) -> dict:
@@ -219,11 +222,6 @@ def best_time(fn: Callable[[], object], repeats: int, inner: int = 1, spread: li
     return min(times) if times else float("inf")
 
 
-FAMILY = {"allreduce_": "all_reduce", "all_reduce": "all_reduce", "_allgather_base_": "all_gather",
-          "allgather_": "all_gather", "all_gather_into_tensor": "all_gather", "_reduce_scatter_base_": "reduce_scatter",
-          "reduce_scatter_": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter", "broadcast_": "broadcast"}
-
-
 def _timed_op(op: str, size: int, n: int) -> Callable[[], object]:
     """One collective of ``size`` bytes (the whole message) on this process group, ready to time."""
     dev = local_device()
@@ -245,8 +243,8 @@ def fit_link(sizes: tuple[int, ...] = (2**12, 2**16, 2**20, 2**22), repeats: int
     if n == 1:
         return {}
     out = {}
-    for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast"):
-        factor = {"all_reduce": 2, "broadcast": 1}.get(op, 1) * (n - 1) / n
+    for op in WIRE_FACTOR:
+        factor = WIRE_FACTOR[op] * (n - 1) / n
         secs = [best_time(_timed_op(op, size, n), repeats, inner=3) for size in sizes]
         out[op] = fit_alpha_beta([factor * size for size in sizes], secs)
     return out
@@ -257,6 +255,6 @@ def comm_seconds(comm: dict, link: dict[str, tuple[float, float]], world_size: i
     total = 0.0
     for name, calls in comm["calls"].items():
         alpha, beta = link.get(FAMILY[name], (0.0, 0.0))
-        wire = WIRE_FACTOR[name] * (world_size - 1) / world_size * comm["payload"][name]
+        wire = WIRE_FACTOR[FAMILY[name]] * (world_size - 1) / world_size * comm["payload"][name]
         total += calls * alpha + wire * beta
     return total

@@ -19,7 +19,7 @@ from torch import nn
 from .shares import COMPUTE_BYTES, _how_split, _shapes, gathered_bytes, largest_share
 
 __all__ = ["BYTES_PER_PARAM", "COMPUTE_BYTES", "PRECISIONS", "SHARDED", "STRATEGIES", "INTERCONNECTS", "memory_per_rank", "comm_per_step",
-           "comm_time", "make_model", "model_parameters", "shard_ddp", "shard_zero1", "shard_fsdp2", "tp_plan", "shard_tp"]
+           "comm_time", "make_model", "model_parameters", "shard_ddp", "shard_zero1", "shard_fsdp2", "tp_plan", "shard_tp", "SHARD"]
 
 # Bytes per parameter for (parameters, gradients, optimizer state), by accounting (the `precision` argument):
 # - "fp32": plain fp32 training.
@@ -170,22 +170,24 @@ def model_parameters(layers: int = 8, width: int = 512) -> int:
     return layers * (width * width + width)
 
 
-def shard_ddp(model: nn.Module, lr: float = 1e-3, bucket_view: bool = True) -> tuple[nn.Module, torch.optim.Optimizer]:
-    """DDP with Adam: everything replicated; with ``bucket_view`` the gradients are views into DDP's buckets,
-    not a second copy (DDP's default is ``False``) (09)."""
+def shard_ddp(model: nn.Module, mesh, lr: float = 1e-3, bucket_view: bool = True) -> tuple[nn.Module, torch.optim.Optimizer]:
+    """DDP with Adam over the ranks of ``mesh``: everything replicated; with ``bucket_view`` the gradients
+    are views into DDP's buckets, not a second copy (DDP's default is ``False``) (09)."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     dev = next(model.parameters()).device
-    net = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None, gradient_as_bucket_view=bucket_view)
+    net = DDP(model, device_ids=[dev.index] if dev.type == "cuda" else None, device_mesh=mesh,
+              gradient_as_bucket_view=bucket_view)
     return net, torch.optim.Adam(net.parameters(), lr=lr)
 
 
-def shard_zero1(model: nn.Module, lr: float = 1e-3) -> tuple[nn.Module, torch.optim.Optimizer]:
+def shard_zero1(model: nn.Module, mesh, lr: float = 1e-3) -> tuple[nn.Module, torch.optim.Optimizer]:
     """ZeRO-1: DDP, with Adam's state split over the ranks by ``ZeroRedundancyOptimizer`` (09)."""
     from torch.distributed.optim import ZeroRedundancyOptimizer
 
-    net, _ = shard_ddp(model)
-    return net, ZeroRedundancyOptimizer(net.parameters(), optimizer_class=torch.optim.Adam, lr=lr)
+    net, _ = shard_ddp(model, mesh)
+    return net, ZeroRedundancyOptimizer(net.parameters(), optimizer_class=torch.optim.Adam,
+                                        process_group=mesh.get_group(), lr=lr)
 
 
 def shard_fsdp2(model: nn.Sequential, mesh, lr: float = 1e-3, mp_policy=None) -> tuple[nn.Module, torch.optim.Optimizer]:
@@ -234,6 +236,10 @@ def shard_tp(model: nn.Sequential, mesh, lr: float = 1e-3) -> tuple[nn.Module, t
 
     parallelize_module(model, mesh, tp_plan(model))
     return model, torch.optim.Adam(model.parameters(), lr=lr)
+
+
+# Each strategy by name, all set up alike: ``SHARD[name](model, mesh, lr=lr)`` gives the model and its optimizer.
+SHARD = {"ddp": shard_ddp, "zero1": shard_zero1, "fsdp2": shard_fsdp2, "tp": shard_tp}
 
 
 # Below the recipe, so that the lines the notebook shows (show(memory_per_rank) names its file and line) stay put:

@@ -20,9 +20,9 @@ from ..core.i18n import tr
 from ..core.measure import max_abs_diff
 from ..launching.launcher import launch
 from ..launching.ranks import choose_backend, local_device
-from .instruments import (BUILDERS, CollectiveBytes, GatheredPeak, best_time, comm_seconds, ddp_bucket_bytes, fit_link,
+from .instruments import (CollectiveBytes, GatheredPeak, best_time, comm_seconds, ddp_bucket_bytes, fit_link,
                           full_parameters, local_tensor, plain_rest, rank_bytes, reference_parameters, synthetic_regression, train_step)
-from .recipe import make_model, memory_per_rank, model_parameters, shard_ddp, shard_tp
+from .recipe import SHARD, make_model, memory_per_rank, model_parameters, shard_ddp, shard_tp
 
 __all__ = ["sharding_worker", "run_sharding", "tp_block_worker", "run_tp_block"]
 
@@ -50,6 +50,15 @@ def _compute_times(layers: int, width: int, xs: torch.Tensor, ys: torch.Tensor, 
     return out
 
 
+def _bf16_policy() -> dict:
+    """FSDP2's own mixed precision: compute in bf16 on the gathered copies (``shard_fsdp2``'s ``mp_policy``)."""
+    try:
+        from torch.distributed.fsdp import MixedPrecisionPolicy
+    except ImportError:  # torch < 2.6, as shard_fsdp2's fully_shard
+        from torch.distributed._composable.fsdp import MixedPrecisionPolicy
+    return {"mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16)}
+
+
 def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layers: int, width: int, batch: int,
                     steps: int, repeats: int, lr: float, precision: str = "fp32") -> dict:
     """Train each strategy ``steps`` Adam steps; bytes held, collectives of the last step, full parameters, timing (09).
@@ -75,16 +84,7 @@ def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layer
         out["compute"] = _compute_times(layers, width, xs, ys, x, repeats)
     for s in strategies:
         model = make_model(layers, width).to(dev)
-        if s in ("ddp", "zero1"):
-            net, opt = BUILDERS[s](model, lr=lr)
-        elif s == "fsdp2" and amp:
-            try:
-                from torch.distributed.fsdp import MixedPrecisionPolicy
-            except ImportError:  # torch < 2.6, as shard_fsdp2's fully_shard
-                from torch.distributed._composable.fsdp import MixedPrecisionPolicy
-            net, opt = BUILDERS[s](model, mesh, lr=lr, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))
-        else:
-            net, opt = BUILDERS[s](model, mesh, lr=lr)
+        net, opt = SHARD[s](model, mesh, lr=lr, **(_bf16_policy() if amp and s == "fsdp2" else {}))
         xb, yb = (x, y) if s == "tp" else (xs, ys)
         autocast = amp and s != "fsdp2"  # FSDP2 casts by its policy
         for _ in range(steps - 1):
@@ -97,7 +97,7 @@ def sharding_worker(rank: int, world_size: int, strategies: Sequence[str], layer
         if s in ("ddp", "zero1"):
             row["ddp_buckets"] = ddp_bucket_bytes(net)
         if s == "ddp":  # and with DDP's default, gradient_as_bucket_view=False: the gradients apart from the buckets
-            dnet, dopt = shard_ddp(make_model(layers, width).to(dev), lr=lr, bucket_view=False)
+            dnet, dopt = shard_ddp(make_model(layers, width).to(dev), mesh, lr=lr, bucket_view=False)
             for _ in range(2):
                 train_step(dnet, dopt, xb, yb, autocast)
             row["ddp_buckets_default"] = ddp_bucket_bytes(dnet) | {"grads": rank_bytes(dnet.module, dopt)["grads"]}
@@ -151,13 +151,13 @@ def _checked(world_sizes: Sequence[int] | int, strategies: Sequence[str] | str, 
             or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in sizes)):
         raise ValueError(tr("sharding.world_sizes", "world_sizes needs at least one positive int (a number of "
                             "processes), e.g. (1, 2, 4), or one int such as 2; got {got!r}", got=world_sizes))
-    runnable = ", ".join(repr(s) for s in BUILDERS)
+    runnable = ", ".join(repr(s) for s in SHARD)
     if names is None or not names:
         raise ValueError(tr("sharding.no_strategy", "strategies needs at least one of {runnable}, e.g. "
                             "strategies=('ddp', 'fsdp2') or one name such as 'tp'; got {got!r}",
                             runnable=runnable, got=strategies))
     for s in names:
-        if not isinstance(s, str) or s not in BUILDERS:
+        if not isinstance(s, str) or s not in SHARD:
             raise ValueError(tr("sharding.unknown_strategy", "run_sharding cannot train {name!r}: it trains {runnable}. "
                                 "ZeRO-2 and ZeRO-3 are in the calculator only (memory_per_rank, comm_per_step): torch "
                                 "has no optimizer of its own for them, and 'fsdp2' shards parameters, gradients and "
