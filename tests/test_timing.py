@@ -80,3 +80,12 @@ def test_the_lessons_time_with_it_and_the_collectives_still_export_its_parts():
     assert launching.slowest_seconds_per_call is timing.slowest_seconds_per_call
     for module in (instruments, scratch_ddp, scaling, throughput, sharding):
         assert module.slowest_seconds_per_call is timing.slowest_seconds_per_call, module.__name__
+
+
+def test_calls_to_fill_warms_up_probes_and_gives_enough_calls_for_the_time_asked(monkeypatch):
+    """Warm-up calls, then timed probe calls; the count fills ``seconds`` at the probe's pace, at least ``least``."""
+    calls = []
+    monkeypatch.setattr(timing, "seconds_per_call", lambda fn, inner, device: calls.append(("probe", inner)) or 0.01)
+    n = timing.calls_to_fill(lambda: calls.append("call"), 0.5, torch.device("cpu"), decide=False, warmup=2, probe=4)
+    assert calls == ["call", "call", ("probe", 4)] and n == 50
+    assert timing.calls_to_fill(lambda: None, 0.001, torch.device("cpu"), decide=False) == 3  # least

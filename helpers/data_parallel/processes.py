@@ -9,8 +9,6 @@ run on the CPU, on the same cores.
 """
 from __future__ import annotations
 
-import time
-
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -19,15 +17,15 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from ..core.data import digits_batch
 from ..core.models import DigitsCNN
 from ..launching.launcher import launch
-from ..launching.ranks import agree
+from ..launching.timing import calls_to_fill, seconds_per_call, slowest_seconds_per_call
 
 __all__ = ["process_rounds", "PROCESS_BACKEND"]
 
 PROCESS_BACKEND = "gloo"  # CPU processes everywhere: the threads they are compared with run on the CPU
 
 
-def _timed_steps(model: nn.Module, x: torch.Tensor, y: torch.Tensor, seconds: float, group=None) -> float:
-    """Seconds per step of ``model`` on (x, y): a probe picks the step count on rank 0 of ``group``."""
+def _timed_steps(model: nn.Module, x: torch.Tensor, y: torch.Tensor, seconds: float, group: bool = False) -> float:
+    """Seconds per step of ``model`` on (x, y), steps for about ``seconds``; ``group``: all ranks time it together."""
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def step() -> None:
@@ -35,20 +33,11 @@ def _timed_steps(model: nn.Module, x: torch.Tensor, y: torch.Tensor, seconds: fl
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
 
-    for _ in range(3):
-        step()
-    t0 = time.perf_counter()
-    for _ in range(3):
-        step()
-    n = torch.tensor([max(3, int(seconds / ((time.perf_counter() - t0) / 3)))])
-    if group is not None:  # every rank runs rank 0's count, the slowest sets the pace
-        n = torch.tensor([int(agree(float(n.item()), "rank0"))])
-        dist.barrier()
-    t0 = time.perf_counter()
-    for _ in range(int(n.item())):
-        step()
-    dt = time.perf_counter() - t0
-    return (agree(dt, "max") if group is not None else dt) / int(n.item())
+    dev = torch.device("cpu")  # PROCESS_BACKEND
+    n = calls_to_fill(step, seconds, dev, decide=group)  # in a group: rank 0's count for every rank
+    if not group:
+        return seconds_per_call(step, n, dev)
+    return slowest_seconds_per_call(step, n, dev)  # all start together; the slowest sets the pace
 
 
 def rounds_worker(rank: int, world_size: int, batch: int, seconds: float, rounds: int) -> dict:

@@ -14,8 +14,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from ..core.data import digits_batch
 from ..core.models import DigitsCNN
 from .launcher import launch
-from .ranks import agree, choose_backend, local_device
-from .timing import seconds_per_call, slowest_seconds_per_call
+from .ranks import choose_backend, local_device
+from .timing import calls_to_fill, slowest_seconds_per_call
 
 
 def rank_share(global_batch: int, world_size: int, rank: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,11 +64,7 @@ def throughput_worker(rank: int, world_size: int, batches: list[int], seconds: f
             nn.functional.cross_entropy(model(x), y).backward()
             opt.step()
 
-        for _ in range(3):
-            step()
-        counter.calls = counter.bytes = 0
-        # every rank runs the same number of steps: rank 0 decides, from a timed probe
-        n = int(agree(max(3, int(seconds / seconds_per_call(step, 3, device))), "rank0"))
+        n = calls_to_fill(step, seconds, device)  # every rank runs rank 0's count
         counter.calls = counter.bytes = 0
         dt = slowest_seconds_per_call(step, n, device) * n  # the slowest rank sets the pace
         out.append({"global_batch": gb, "steps": n, "step_s": dt / n, "samples_per_s": gb * n / dt,

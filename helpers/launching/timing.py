@@ -17,7 +17,7 @@ import torch.distributed as dist
 
 from .ranks import agree, local_device
 
-__all__ = ["synchronize", "seconds_per_call", "slowest_seconds_per_call"]
+__all__ = ["synchronize", "seconds_per_call", "slowest_seconds_per_call", "calls_to_fill"]
 
 
 def synchronize(device: torch.device) -> None:
@@ -53,3 +53,16 @@ def slowest_seconds_per_call(fn: Callable[[], object], inner: int = 1, device: t
     device = local_device() if device is None else device
     dist.barrier()
     return agree(seconds_per_call(fn, inner, device), "max")
+
+
+def calls_to_fill(fn: Callable[[], object], seconds: float, device: torch.device, decide: bool = True,
+                  warmup: int = 3, probe: int = 3, least: int = 3) -> int:
+    """How many calls of ``fn`` take about ``seconds`` here: ``warmup`` calls, then ``probe`` timed ones (02, 03).
+
+    At least ``least``. With ``decide`` (every rank must call it), rank 0's count for every rank, so
+    that all ranks run the same number of steps, and of collectives.
+    """
+    for _ in range(warmup):
+        fn()
+    n = max(least, int(seconds / seconds_per_call(fn, probe, device)))
+    return int(agree(float(n), "rank0")) if decide else n
