@@ -18,7 +18,7 @@ from ..launching.launcher import launch
 from ..launching.ranks import local_device
 from ..launching.timing import seconds_per_call, slowest_seconds_per_call, synchronize  # the first two exported here too (08)
 from .ring_exercise import MessageLog
-from .recipe import _exchange, ring_all_reduce, ring_all_reduce_naive, ring_reduce_scatter
+from .recipe import ring_all_reduce, ring_all_reduce_naive, ring_reduce_scatter, ring_step
 
 __all__ = ["COLLECTIVES", "COMPOSED", "all_to_all", "collectives_worker", "run_collectives", "ring_check_worker", "run_ring_check",
            "synchronize", "seconds_per_call", "sweep_worker", "run_sweep", "fit_alpha_beta",
@@ -181,7 +181,7 @@ def sweep_worker(rank: int, world_size: int, sizes: Sequence[int], repeats: int)
         x = torch.zeros(size // 4, device=dev)
         part, recv = x[:size // 4 // world_size].clone(), torch.empty(size // 4 // world_size, device=dev)
         fns = {"library_s": lambda x=x: dist.all_reduce(x), "ring_s": lambda x=x: ring_all_reduce(x),
-               "step_s": lambda p=part, r=recv: _exchange(p, r), "add_s": lambda p=part, r=recv: p.add_(r)}
+               "step_s": lambda p=part, r=recv: ring_step(p, r), "add_s": lambda p=part, r=recv: p.add_(r)}
         for fn in fns.values():
             fn()  # warm-up: connections, allocations
         plans.append((size, max(2, min(50, 2**20 // size)), fns))  # more calls per timing for small messages

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-__all__ = ["ring_neighbours", "owned_chunk", "recv_buffer", "ring_all_reduce_naive", "ring_reduce_scatter", "ring_all_gather",
+__all__ = ["ring_neighbours", "ring_step", "owned_chunk", "recv_buffer", "ring_all_reduce_naive", "ring_reduce_scatter", "ring_all_gather",
            "ring_all_reduce", "broadcast_state", "allreduce_gradients",
            "allreduce_gradients_bucketed", "make_buckets", "OverlappedDDP"]
 
@@ -27,7 +27,7 @@ def ring_neighbours() -> tuple[int, int]:
     return (rank - 1) % n, (rank + 1) % n
 
 
-def _exchange(send: torch.Tensor, recv: torch.Tensor) -> None:
+def ring_step(send: torch.Tensor, recv: torch.Tensor) -> None:
     """One ring step: send to the right and receive from the left, both posted together in one batch (08).
 
     Posted one after the other, under nccl a rank's receive may queue behind its send, which may wait for
@@ -64,7 +64,7 @@ def ring_all_reduce_naive(t: torch.Tensor) -> torch.Tensor:
     """
     send, recv = t.detach().clone(), torch.empty_like(t)
     for _ in range(dist.get_world_size() - 1):
-        _exchange(send, recv)
+        ring_step(send, recv)
         t += recv
         send, recv = recv, send
     return t
@@ -90,7 +90,7 @@ def ring_reduce_scatter(t: torch.Tensor) -> int:
     for s in range(n - 1):
         send_i, recv_i = (rank - s) % n, (rank - s - 1) % n
         buf = recv[:chunks[recv_i].numel()]
-        _exchange(chunks[send_i], buf)
+        ring_step(chunks[send_i], buf)
         chunks[recv_i].add_(buf)
     return recv_i  # complete: every rank's contribution has been added into it
 
@@ -104,7 +104,7 @@ def ring_all_gather(t: torch.Tensor, owned: int) -> torch.Tensor:
     n = dist.get_world_size()
     chunks = t.view(-1).tensor_split(n)
     for s in range(n - 1):
-        _exchange(chunks[(owned - s) % n], chunks[(owned - s - 1) % n])
+        ring_step(chunks[(owned - s) % n], chunks[(owned - s - 1) % n])
     return t
 
 
