@@ -31,7 +31,7 @@ def test_library_rows_above_the_bound_are_flagged_and_backward_waits_apportioned
     line = P.backward_wait_line({"microbatches": 3, "events": ev})
     assert "sat idle 300.0 ms" in line and "2 × 50.00 = 100.00 ms of the 300.0 ms, 33% of the idle time; the rest (200.00 ms" in line
     # the rest is not given a cause the run does not time: candidates, named as such (01's fresh read 6)
-    assert "this run does not attribute (candidates it does not time: the messages' delivery" in line
+    assert "this run does not attribute (candidates it does not time inside the step: variation in the messages' delivery" in line
     # each printed product and rest is taken from the printed figures: 7 × 1.07 = 7.49 of 10.6, rest 3.11 (not 7 × 1.1 = 7)
     ev8 = [(0, "B", i, i * (0.008 + 0.0106 / 7), i * (0.008 + 0.0106 / 7) + 0.008) for i in range(8)] + \
           [(1, "B", i, 0.0, 0.00907) for i in range(8)]
@@ -39,7 +39,7 @@ def test_library_rows_above_the_bound_are_flagged_and_backward_waits_apportioned
     assert "7 × 1.07 = 7.49 ms of the 10.6 ms" in line and "the rest (3.11 ms" in line
     ev[3:] = [(1, "B", 0, 0.0, 0.05)]
     line = P.backward_wait_line({"microbatches": 3, "events": ev})
-    assert "do not account for it; this run does not say what does (candidates it does not time" in line
+    assert "do not account for it; this run does not say what does (candidates it does not time inside the step" in line
     # the means' product above the idle time: uneven pieces or uneven deliveries, neither timed (01's fresh read 10)
     tight = [(0, "B", 0, 0.0, 0.1), (0, "B", 1, 0.105, 0.205), (0, "B", 2, 0.21, 0.31), (1, "B", 0, 0.0, 0.15), (1, "B", 1, 0.2, 0.35)]
     line = P.backward_wait_line({"microbatches": 3, "events": tight})

@@ -155,7 +155,7 @@ def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot
     wide["step_range"] = (0.240, 0.290)
     text = P.gap_lines([naive, wide])
     assert text.splitlines()[-1] == ("by the medians the estimates together overshoot the gap at m = 4 (by 19.0 to 25.0 ms); "
-                                     "at m = 4 by less than that m's rounds' spread (slowest less fastest step: 50.0 ms), so "
+                                     "at m = 4 by no more than that m's rounds' spread (slowest less fastest step: 50.0 ms), so "
                                      "this run shows no difference between the gap and the estimates there")
     assert "SGD update may run" not in text   # a cost every m pays cannot make an estimate taken at m = 1 overshoot
     # m = 8: bound's step 225 ms, a +5 ms gap, messages +1.0 to +8.0: overshot with the outside term (+19.0 to +26.0),
@@ -178,7 +178,7 @@ def test_gap_lines_print_the_gap_less_the_estimates_and_say_where_they_overshoot
     wide = row(4, 0.300, 0.1, 0.1, msg=0.001)
     wide["step_range"] = (0.280, 0.330)
     text = P.gap_lines([naive, wide])
-    assert ("at m = 4 by less than that m's rounds' spread (slowest less fastest step: 50.0 ms), so this run does not "
+    assert ("at m = 4 by no more than that m's rounds' spread (slowest less fastest step: 50.0 ms), so this run does not "
             "show a cost beyond the estimates there") in text and "nothing timed here" not in text
     # messages not timed: one figure; a gap within the range is said so
     naive.pop("message_s")

@@ -241,8 +241,8 @@ def backward_wait_line(row: dict, stage: int = 0, base: dict | None = None) -> s
     slower = (len(spans) - 1) * max(0.0, mean[1] - mean[0])
     if slower <= 0:
         return line + ("; stage 1's backward pieces were not slower than stage 0's on average in that round, so their "
-                       "means do not account for it; this run does not say what does (candidates it does not time: the "
-                       "messages' delivery, pieces of uneven length)")
+                       "means do not account for it; this run does not say what does (candidates it does not time inside the "
+                       "step: variation in the messages' delivery, pieces of uneven length)")
     d = round(1e3 * (mean[1] - mean[0]), 2)   # ms, as printed: the product and the rest below are taken from it
     slower, wait_ms = (len(spans) - 1) * d, round(1e3 * wait, 1)
     whole = ""
@@ -253,7 +253,8 @@ def backward_wait_line(row: dict, stage: int = 0, base: dict | None = None) -> s
                    f"for B1.i's gradient: at the two stages' means that makes stage 0 wait {d:.2f} ms before each "
                    f"backward but the first, {len(spans) - 1} × {d:.2f} = {slower:.2f} ms of the {wait_ms:.1f} ms, "
                    + (f"{slower / wait_ms:.0%} of the idle time; the rest ({wait_ms - slower:.2f} ms) this run does not "
-                      "attribute (candidates it does not time: the messages' delivery, pieces of uneven length)"
+                      "attribute (candidates it does not time inside the step: variation in the messages' delivery, "
+                      "pieces of uneven length)"
                       if slower < 0.995 * wait_ms else "all of the idle time" if slower <= 1.005 * wait_ms
                       else "more than the idle time: so the pieces did not each take their stage's mean, or the "
                       "gradients' deliveries took different times (this run times neither inside the step)"))

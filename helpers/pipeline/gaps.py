@@ -121,7 +121,7 @@ def _residual_line(residuals: list[tuple[int, float, float, float]]) -> str:
         line = (f"by the medians the estimates together overshoot the gap at m = {ms(over)} "
                 f"({by(min(-e[2] for e in over), max(-e[1] for e in over))})")
         if noise:
-            line += (f"; at m = {ms(noise)} by less than that m's rounds' spread (slowest less fastest step: "
+            line += (f"; at m = {ms(noise)} by no more than that m's rounds' spread (slowest less fastest step: "
                      f"{', '.join(f'{e[4]:.1f}' for e in noise)} ms), so this run shows no difference between the gap "
                      "and the estimates there")
         if real:
@@ -139,7 +139,7 @@ def _residual_line(residuals: list[tuple[int, float, float, float]]) -> str:
                 f"({by(min(e[1] for e in short), max(e[2] for e in short))})")
         if len(beyond) < len(short):
             inside = [e for e in short if e not in beyond]
-            line += (f"; at m = {ms(inside)} by less than that m's rounds' spread (slowest less fastest step: "
+            line += (f"; at m = {ms(inside)} by no more than that m's rounds' spread (slowest less fastest step: "
                      f"{', '.join(f'{e[4]:.1f}' for e in inside)} ms), so this run does not show a cost beyond the estimates there")
         if beyond:
             line += (f"; at m = {ms(beyond)} by more than that m's rounds' spread "

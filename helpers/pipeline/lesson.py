@@ -34,8 +34,9 @@ EXERCISES = [
              why="Under 1F1B a stage's peak is a fixed number of micro-batches, so at a fixed batch more micro-batches "
                  "mean fewer rows held; under GPipe a stage holds the whole batch's activations, however large m is."),
     Exercise(_ONE_F_ONE_B_ID, "code", behaviour=lambda fn: _one_f_one_b_behaviour(fn),
-             hint="A stage cannot run a backward until that micro-batch has passed every later stage and come "
-                  "back: how many forwards can stage s start before the first one returns? After that, alternate.",
+             hint="A stage holds each micro-batch from its forward until its backward, and 1F1B caps how many it "
+                  "holds (section 5 printed the cap on stage s), even if the stage must then wait for a backward: "
+                  "that sets how many forwards come first. After that, alternate.",
              why="Warm-up forwards, then one forward and one backward in turn, then the drain: the order "
                  "Schedule1F1B runs: memory no longer grows with m."),
 ]
@@ -83,7 +84,8 @@ def _one_stage_problem(got: object, m: int, p: int, s: int) -> str | None:
         return f"in {call} the forwards (and the backwards) must run in micro-batch order"
     if _peak(got) > min(p - s, m):
         return (f"{call} holds {_peak(got)} micro-batches at once at its peak, more than 1F1B ever holds on "
-                f"that stage: it could run a backward sooner")
+                f"that stage: 1F1B runs that stage's next backward first, even if it must wait for it, to keep memory "
+                f"from growing with m")
     return None
 
 
