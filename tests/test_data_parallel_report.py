@@ -178,3 +178,14 @@ def test_amdahl_names_no_cause_for_a_shortfall():
     b = D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, slower=False, measured=0.86)
     assert "0.86×, is below 1× (the rounds give no verdict" in b and "not explained" in b and "below that bound" not in b
     assert "not explained" not in D.amdahl_sentence({"forward": 1.0, "backward": 1.0}, slower=False, measured=1.06)
+
+
+def test_the_amdahl_sentence_checks_its_premise_in_the_threaded_step():
+    """02's fresh read 14: section 3's threaded step ran the backward in 8.0 ms, not the one-thread 10.4 ms, so
+    the bound's premise failed there; the sentence says so, and does not set the median below a bound that fails."""
+    one = {"forward": 7.4e-3, "backward": 10.4e-3}
+    failed = D.amdahl_sentence(one, False, measured=1.14, step_seconds={"apply": 6.56e-3, "backward": 8.01e-3})
+    assert "backward took 8.0 ms against 10.4 ms on one thread" in failed and "premise failed" in failed
+    assert "below that bound" not in failed and "1.13×, what the threads gained on the forward itself" in failed
+    held = D.amdahl_sentence(one, False, measured=1.14, step_seconds={"apply": 3.8e-3, "backward": 10.6e-3})
+    assert "kept its one-thread time (within 3%)" in held and "below that bound" in held and "1.95×" in held

@@ -33,7 +33,8 @@ def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
 
 
 def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | None = None,
-                    margin: float = MARGIN, where: str = "section 3's", rounds: list[float] | None = None) -> str:
+                    margin: float = MARGIN, where: str = "section 3's", rounds: list[float] | None = None,
+                    step_seconds: dict | None = None) -> str:
     """Amdahl's bound for threading only the forward, from a one-thread pass's forward and backward times (02).
 
     The serial share is the backward's share of the one-worker pass (Amdahl's law starts from the
@@ -44,13 +45,18 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
     ``where``: whose one-thread pass the times are (a CPU pass, like the threads it is set beside).
     ``rounds``: the round-by-round ratios; where one lies above the bound while the median does not, the
     sentence says so and places the threads nowhere against the bound (the rounds spread too far).
+    ``step_seconds``: the threaded step's parts timed in turns with that pass (``time_four_steps``); with
+    them the sentence says whether the backward kept its one-thread time there (within ``margin``: the
+    bound's premise), and what two threads gained on the forward itself. Where the premise failed, the
+    median is not set below the bound: the bound does not hold for that step.
     """
     share = one_worker_seconds["backward"] / (one_worker_seconds["forward"] + one_worker_seconds["backward"])
     cap = amdahl_cap(share)
     above = measured is not None and measured > cap
     short = measured is not None and measured < 1 and not slower  # below 1× without an every-round verdict
     over = [r for r in (rounds or []) if r > cap] if not above else []
-    below = measured is not None and not slower and not short and measured < cap - margin and not over
+    premise = _premise(one_worker_seconds, step_seconds, cap, margin, where) if step_seconds else ("", True)
+    below = measured is not None and not slower and not short and measured < cap - margin and not over and premise[1]
     return (f"Amdahl's law: with the backward ({share:.1%} of {where} one-thread forward+backward pass, not of the two-thread step) left on one thread, "
             f"threading the forward gains at most {cap:.2f}× if the backward keeps that one-thread time (the law "
             "assumes the serial part unchanged; the step's other serial work on the main thread, scatter, replicate, "
@@ -67,7 +73,19 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
             + (f". {len(over)} of the {len(rounds or [])} rounds ({', '.join(f'{r:.3f}×' for r in over)}) "
                f"{'lies' if len(over) == 1 else 'lie'} above that bound ({cap:.3f}×): the rounds spread wider than the "
                "distance from 1× to the bound, so this run does not place the forward-only threads against it" if over else "")
-            + ".")
+            + "." + premise[0])
+
+
+def _premise(one: dict, step: dict, cap: float, margin: float, where: str) -> tuple[str, bool]:
+    """Did the backward keep its one-thread time in the threaded step, and what did the forward gain there?"""
+    b_one, b_step, f_one, apply = one["backward"], step["backward"], one["forward"], step["apply"]
+    held = abs(b_step / b_one - 1) <= margin
+    return (f" In {where} threaded step, timed in turns with that pass, the backward took {1e3 * b_step:.1f} ms "
+            f"against {1e3 * b_one:.1f} ms on one thread"
+            + (f": it kept its one-thread time (within {margin:.0%}), the bound's premise"
+               if held else f": not its one-thread time, so the premise failed there and {cap:.2f}× is no bound for that step")
+            + f"; the forward on two threads (apply) took {1e3 * apply:.1f} ms against {1e3 * f_one:.1f} ms on one "
+            f"thread: {f_one / apply:.2f}×, what the threads gained on the forward itself.", held)
 
 
 def processes_sentence(rounds: dict, margin: float = MARGIN, single: list[float] | None = None) -> str:
