@@ -203,3 +203,15 @@ def test_a_compute_shorter_than_its_step_never_prints_as_long():
     assert table.splitlines()[1].split()[-2] == "0.97"
     assert "50.4 ms of its 51.9 ms step" in table and "the stages computed 50.4 ms of its 51.9 ms step" in P.gap_lines([naive, m2])
     assert "stage 0: F 12.6 ms + B 12.6 ms = 25.2 ms" in P.stage_cost_lines([naive, m2])
+
+
+def test_the_library_table_has_a_row_per_schedule_and_m_with_its_peaks_and_differences():
+    from helpers.pipeline import library_table
+
+    rows = [{"schedule": "gpipe", "microbatches": 4, "peak_live": [4, 4], "loss_diff": 2e-7, "grad_max_abs_diff": 2e-9},
+            {"schedule": "1f1b", "microbatches": 8, "peak_live": [2, 1], "loss_diff": 0.0, "grad_max_abs_diff": 1e-9}]
+    lines = library_table(rows).splitlines()
+    assert lines[0].split()[:2] == ["schedule", "m"] and len(lines) == 3
+    assert lines[1].split() == ["gpipe", "4", "[4,", "4]", "2e-07", "2e-09"]
+    assert lines[2].split() == ["1f1b", "8", "[2,", "1]", "0e+00", "1e-09"]
+    assert len({len(line) for line in lines}) == 1   # aligned columns

@@ -7,7 +7,7 @@ from .bounds import _compute, _slowdown, against_bound, compute_ms, stage_bound,
 from .instruments import bubble_fraction
 from .rounds import against_naive, rounds_side
 
-__all__ = ["gpipe_table", "piece_cost_lines", "message_lines", "piece_model_lines", "library_lines", "best_split_line"]
+__all__ = ["gpipe_table", "library_table", "piece_cost_lines", "message_lines", "piece_model_lines", "library_lines", "best_split_line"]
 
 
 def gpipe_table(rows: list[dict]) -> str:
@@ -192,6 +192,16 @@ def _largest_gap_line(gp: dict, hand_by_m: dict, both: list[int], lib: list[dict
                        "times the library's steps only whole, leaves the cause unexplained")
     return line + (": the rounds set the two steps apart, and this run, which times the library's steps only whole, "
                    "leaves the cause unexplained")
+
+
+def library_table(rows: list[dict]) -> str:
+    """``torch.distributed.pipelining``'s schedules against the unsplit model: the micro-batches each stage
+    held at its peak, and the largest differences of loss and gradients (01)."""
+    lines = [f"{'schedule':>8} {'m':>2} {'peak held (stage 0, 1)':>23} {'loss diff':>9} {'grad diff':>9}"]
+    for r in rows:
+        lines.append(f"{r['schedule']:>8} {r['microbatches']:>2} {str(r['peak_live']):>23} {r['loss_diff']:>9.0e} "
+                     f"{r['grad_max_abs_diff']:>9.0e}")
+    return "\n".join(lines)
 
 
 def piece_cost_lines(costs: list[dict]) -> str:
