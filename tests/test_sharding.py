@@ -239,3 +239,20 @@ def test_each_collective_op_has_one_family_and_each_family_one_wire_factor():
 
     assert set(FAMILY.values()) == set(WIRE_FACTOR)
     assert WIRE_FACTOR == {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1, "broadcast": 1}
+
+
+def test_the_notebook_tables_print_each_row_aligned_with_its_numbers():
+    from helpers.sharding import amp_lines, bytes_table, calculator_table
+
+    calc = calculator_table(2_101_248, 4, 512 * 512 + 512).splitlines()
+    assert calc[0] == "Ψ = 2,101,248 parameters; bytes per rank on 4 ranks" and len(calc) == 13
+    assert calc[1].split() == ["fp32", "ddp:", "8,404,992", "+", "8,404,992", "+", "16,809,984", "+", "gathered", "0",
+                               "=", "33,619,968"]
+    part = {"params": 10, "grads": 10, "optim": 20, "gathered": 0}
+    row = {"strategy": "ddp", "world_size": 2, "measured_bytes": part, "predicted_bytes": dict(part, optim=21),
+           "max_abs_diff_vs_unsharded": 3e-5, "precision": "amp"}
+    table = bytes_table([row]).splitlines()
+    assert table[1].split() == ["ddp", "2", "10", "10", "20", "0", "40", "41", "3.0e-05"]
+    assert table[0].index("calculator") + len("calculator") == table[1].index(" 41") + 3   # columns line up
+    assert amp_lines([row]).endswith("B: NOT the calculator") and amp_lines([dict(row, predicted_bytes=part)]).endswith(
+        "B: exactly the calculator")

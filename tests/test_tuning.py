@@ -148,3 +148,18 @@ def test_a_milestone_result_the_scheduler_stops_never_reaches_bohb():
     text = "".join("".join(c["source"]) for c in cells)
     assert "need {need} trials" not in text and "at most one per trial and budget" in text
     assert "need at least {need} trials" in text and "milestones, one per budget" not in text
+
+
+def test_the_searcher_table_reads_each_start_up_from_the_searcher_object():
+    from types import SimpleNamespace
+
+    from helpers.tuning import searcher_table
+
+    algos = {"random": object(), "hyperopt": SimpleNamespace(algo=SimpleNamespace(keywords={"n_startup_jobs": 3})),
+             "optuna": SimpleNamespace(_sampler=SimpleNamespace(_n_startup_trials=4))}
+    best = {"best_config": {"lr": 0.0105, "hidden": 64, "batch_size": 64}, "best_accuracy": 0.9781, "epochs": 24}
+    lines = searcher_table({name: best for name in algos}, algos).splitlines()
+    assert lines[0].split()[:3] == ["searcher", "random", "start-up"] and len(lines) == 4
+    assert lines[1].split()[:4] == ["random", "all", "trials", "0.978"]
+    assert "3 configs proposed" in lines[2] and "4 trials finished" in lines[3]
+    assert lines[3].endswith("lr 1.05e-02, hidden 64, batch 64")

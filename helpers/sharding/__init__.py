@@ -7,3 +7,4 @@ from .plots import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403
 from .shares import *  # noqa: F401,F403
 from .strategies import *  # noqa: F401,F403
+from .tables import *  # noqa: F401,F403

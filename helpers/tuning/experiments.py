@@ -10,14 +10,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .instruments import summarize
+from .instruments import startup_of, summarize
 from .recipe import STARTUP, _check_budget, build_tuner, fit, make_scheduler, make_searcher, search_space
 
 if TYPE_CHECKING:  # Ray is imported lazily: importing helpers never starts it
     from ray.tune.schedulers import TrialScheduler
     from ray.tune.search import Searcher
 
-__all__ = ["run_tuner"]
+__all__ = ["run_tuner", "searcher_table"]
 
 
 def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: "str | TrialScheduler" = "asha",
@@ -56,3 +56,18 @@ def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: "str |
         print(f"Stopped before the end: {out['trials']} of {len(grid)} trials reported results "
               f"({out['trials_without_result']} reported none); the summary covers those.")
     return {**out, "grid": grid}
+
+
+_STARTUP_UNIT = {"hyperopt": "{} configs proposed", "optuna": "{} trials finished", "bohb": "{} results on a budget"}
+
+
+def searcher_table(results: dict[str, dict], searchers: dict) -> str:
+    """Each searcher's run (:func:`run_tuner`'s summary, by name) beside its random start-up, read from the searcher
+    object (:func:`~helpers.tuning.instruments.startup_of`): best validation accuracy, epochs, best configuration (04)."""
+    lines = [f"{'searcher':>9} {'random start-up':>22} {'best val acc':>12} {'epochs':>7}  best configuration"]
+    for name, r in results.items():
+        c, n0 = r["best_config"], startup_of(searchers[name])
+        start = _STARTUP_UNIT[name].format(n0) if name in _STARTUP_UNIT else "all trials"
+        lines.append(f"{name:>9} {start:>22} {r['best_accuracy']:>12.3f} {r['epochs']:>7}  "
+                     f"lr {c['lr']:.2e}, hidden {c['hidden']}, batch {c['batch_size']}")
+    return "\n".join(lines)
