@@ -149,3 +149,10 @@ def test_a_speedup_above_the_piece_cost_prediction_is_said_with_the_pieces_insid
         "than the piece cost timed on one stage alone predicts; inside the step the pieces took ×1.00 m = 1's time at "
         "m = 4, against ×1.30 alone")
     assert "above the prediction" not in P.piece_model_lines([row(1, 0.42, 0.1, 0.1), row(4, 0.33, 0.1, 0.1)], costs)
+
+
+def test_rounds_that_do_not_overlap_but_touch_in_whole_ms_print_their_closest_ends():
+    """01's fresh read 15: '247–274' against '232–247' was called 'do not overlap'; the ends now show how."""
+    v, why = P.rounds_side([0.2321, 0.2350, 0.2468], [0.2473, 0.255, 0.274])
+    assert v == "faster" and why.endswith("though in whole ms they touch: 246.8 against 247.3 ms at their closest")
+    assert P.rounds_side([0.230, 0.240], [0.250, 0.260])[1] == "the rounds do not overlap"

@@ -38,7 +38,12 @@ def rounds_side(a: list[float], b: list[float]) -> tuple[str, str]:
     Returns (verdict, why); a pairs count is rank-based, so one outlying round cannot decide it.
     """
     if max(a) < min(b) or min(a) > max(b):
-        return ("faster" if max(a) < min(b) else "slower"), "the rounds do not overlap"
+        near, far = (max(a), min(b)) if max(a) < min(b) else (min(a), max(b))
+        why = "the rounds do not overlap"
+        if round(1e3 * near) == round(1e3 * far):   # in whole ms the ranges would seem to touch: say by how little
+            d = next((d for d in range(1, 5) if round(1e3 * near, d) != round(1e3 * far, d)), 4)
+            why += f", though in whole ms they touch: {1e3 * near:.{d}f} against {1e3 * far:.{d}f} ms at their closest"
+        return ("faster" if max(a) < min(b) else "slower"), why
     n = len(a) * len(b)
     up, down = sum(x > y for x in a for y in b), sum(x < y for x in a for y in b)
     p = rounds_p(a, b)
