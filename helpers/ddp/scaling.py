@@ -151,6 +151,10 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
     def label(b: int) -> str:  # a "mostly" verdict carries its count of repeats
         v, k = verdict(b), len(by[b]["speedups"])
         short = {"faster": "faster in every repeat", "slower": "slower in every repeat", "unclear": "no clear difference"}
+        up, down = counts(b)
+        if v == "unclear" and bool(up) != bool(down):   # one way only, too few repeats for "mostly"
+            return (f"not faster (slower in {down} of {k} repeats, none faster)" if down else
+                    f"not slower (faster in {up} of {k} repeats, none slower)")
         return short[v] if v in short else f"{v} ({max(counts(b))} of {k} repeats)"
 
     order = ("faster", "slower", "mostly faster", "mostly slower", "unclear")

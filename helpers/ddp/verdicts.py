@@ -36,6 +36,10 @@ def _batch_lines(r: dict, verdict: str, margin: float) -> list[str]:
         edge = (f"the lowest {r['speedup_min']:.3f}×, not above {1 + margin:.2f}×" if verdict == "mostly faster" else
                 f"the highest {r['speedup_max']:.3f}×, not below {1 / (1 + margin):.2f}×")
         return [head, f"    verdict: {n} processes {verdict} than 1 (at least 3 in 4 repeats), not in every repeat: {edge}"]
+    if bool(up) != bool(down):   # one way only: say which way it did not go
+        way, got, other = ("slower", down, "faster") if down else ("faster", up, "slower")
+        return [head, f"    verdict: not {other}: none of the {k} repeats was {other}; {got} of {k} "
+                      f"{'was' if got == 1 else 'were'} {way}, fewer than 3 in 4, so not mostly {way}"]
     if med > 1 + margin or med < 1 / (1 + margin):
         way, got = ("faster", up) if med > 1 else ("slower", down)
         why = f"the median says {way}, but {got} of {k} repeats {'was' if got == 1 else 'were'} {way}: fewer than 3 in 4"
