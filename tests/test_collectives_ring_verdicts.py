@@ -259,3 +259,17 @@ def test_the_step_line_miss_list_names_the_sizes_said_above_instead_of_dropping_
     text = "\n".join(ring_prediction_lines(sweep))
     assert "At 4 KiB it is within 15% of its measured parts" in text
     assert "the step line misses its own measured step by more than 15% at 64 KiB" in text and "besides" not in text
+
+
+def test_a_prediction_met_by_two_cancelling_misses_is_said_so_and_every_size_above_the_fixed_cost_is_named():
+    """08's fresh read: 'within 15% of its prediction at 1 MiB' where the ring took ×1.44 its measured parts and the
+    step line was ×1.27 the measured step; the fixed-cost line left out 1 MiB and 4 MiB, whose excess exceeds it."""
+    rows = [{"bytes": b, "ring_s": ring * 1e-3, "ring_model_s": pred * 1e-3, "step_s": step * 1e-3,
+             "step_model_s": line * 1e-3, "ring_parts_s": part * 1e-3}
+            for b, ring, pred, step, line, part in ((4 << 10, 0.76, 0.56, 0.29, 0.28, 0.58),
+                                                    (1 << 20, 1.66, 1.45, 0.55, 0.70, 1.15),
+                                                    (4 << 20, 5.51, 4.10, 2.41, 1.96, 4.99))]
+    text = "\n".join(ring_prediction_lines({"sizes": rows, "world_size": 2, "step_alpha_s": 1e-4}))
+    assert ("At 1 MiB that is two misses cancelling, not the model holding: there the ring takes ×1.44 its measured "
+            "parts while the step line is ×1.27 the measured step") in text
+    assert "at most 0.18 ms here (its smallest excess over its measured parts, at 4 KiB); the larger excess at 1 MiB, 4 MiB" in text

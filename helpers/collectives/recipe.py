@@ -227,7 +227,8 @@ class OverlappedDDP:
 
         Raises RuntimeError if backward gave some trainable parameters no gradient: their buckets
         were never complete, so the other gradients in them were never averaged (DDP refuses this
-        too, unless it is built with ``find_unused_parameters=True``).
+        too, unless it is built with ``find_unused_parameters=True``, or ``static_graph=True`` when the same
+        parameters go unused every step).
         """
         for work, flat, i in self.pending:
             work.wait()
@@ -243,5 +244,6 @@ class OverlappedDDP:
                 f"these trainable parameters got no gradient in backward: {', '.join(missing)}. Their buckets were "
                 "never complete, so the gradients sharing those buckets were not averaged and the ranks would drift apart. "
                 "Use every trainable parameter in the loss, or freeze the unused ones with requires_grad_(False) "
-                "before wrapping the model. DDP refuses this too, unless built with find_unused_parameters=True, but only at "
-                "the next forward (\"Expected to have finished reduction in the prior iteration\").")
+                "before wrapping the model. DDP refuses this too, unless built with find_unused_parameters=True (or "
+                "static_graph=True, when the same parameters go unused every step), but only at the next forward "
+                "(\"Expected to have finished reduction in the prior iteration\").")
