@@ -184,9 +184,10 @@ def ddp_verdict(res: dict) -> str:
     if overlap != "faster than":
         lines.append("overlap made the step slower here" if overlap == "slower than" else
                      "overlap did not make the step faster in a way every round agrees on")
-    lines.append("overlapped differs from bucketed in two ways: it starts each bucket's all-reduce during backward, and "
-                 "it keeps all its buckets' all-reduces in flight at once (async_op=True) where bucketed waits for each "
-                 "in turn; whole-step times do not say which of the two made a difference")
+    lines.append("overlapped differs from bucketed mainly in two ways: it starts each bucket's all-reduce during backward, "
+                 "and it keeps all its buckets' all-reduces in flight at once (async_op=True) where bucketed waits for each "
+                 "in turn (besides the Python cost of its per-parameter hooks and bookkeeping); whole-step times do not "
+                 "say which of these made a difference")
     if "done_at_backward_end" in res:
         finished, started = res["done_at_backward_end"]
         lines.append(f"when backward returned, {finished} of the overlapped version's {started} all-reduces (rank 0, "

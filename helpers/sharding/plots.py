@@ -110,7 +110,7 @@ def parts_how(w: dict) -> dict[str, str]:
                        else f"timed on these {n} ranks, the rank's share of the batch",
             "adam": (f"timed on these {n} ranks, the whole model's Adam" if s == "ddp"
                      else f"modelled: the whole model's Adam timed on these {n} ranks, {c['adam_s'] * 1e3:.2f} ms, ÷ {n}"),
-            "comm": "modelled: Σ α + bytes × β, fitted below"}
+            "comm": "modelled: Σ α + bytes a rank sends × β, fitted below"}
 
 
 def misses_said(timed: list[dict]) -> str:
