@@ -176,3 +176,10 @@ def test_the_verdict_counts_its_comparisons_and_says_rounds_are_not_independent(
     assert "with 5 comparisons, one chance direction among them has probability up to 5 × 0.016 = 0.08" in text
     assert "not independent" in text
     assert "p = 2 · 0.5^6 = 0.031" in ddp_verdict(_scratch(1.6, 1.30, 1.10, rounds=6))
+
+
+def test_growth_above_beta_alone_is_said_to_be_outside_the_alpha_beta_model():
+    """08's fresh read 17: ×16.8 for 16× the bytes was set beside 'β alone ×16' as if the model allowed it."""
+    text = "\n".join(sweep_summary(_sweep(1.1, large_ratio=16.8)))
+    assert "×16.8 is above even β alone (×16)" in text and "pay mostly α" in text
+    assert "above even β alone" not in "\n".join(sweep_summary(_sweep(1.1, large_ratio=15.0)))

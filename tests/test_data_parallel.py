@@ -178,7 +178,9 @@ def test_four_steps_gpu_runs_its_steps_through_the_record_hook(monkeypatch):
     from helpers.data_parallel import timing
     monkeypatch.setattr(par, "scatter", lambda x, ids: list(x.chunk(len(ids))))
     monkeypatch.setattr(par, "replicate", lambda model, ids: [model] * len(ids))
-    monkeypatch.setattr(par, "parallel_apply", lambda mods, ins: [m(*i) for m, i in zip(mods, ins)])
+    applied = []   # the devices each call gives its threads: DataParallel passes device_ids[:len(replicas)] (02's read 17)
+    monkeypatch.setattr(par, "parallel_apply", lambda mods, ins, kw=None, devs=None: applied.append(devs) or
+                        [m(*i) for m, i in zip(mods, ins)])
     monkeypatch.setattr(par, "gather", lambda outs, dev: torch.cat(outs))
     monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda d=None: None)
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda d=None: 7)
@@ -194,6 +196,7 @@ def test_four_steps_gpu_runs_its_steps_through_the_record_hook(monkeypatch):
     res = D.four_steps_gpu(DigitsCNN(), x, y, ids, record=record)
     assert seen == ["scatter", "replicate", "apply", "gather", "backward"] and set(res) == keys
     assert list(res["peak_bytes"].values()) == [7] and res["path"] == "torch.nn.parallel on 2 GPUs"
+    assert applied == [ids]   # one device per replica, not None (which runs every thread on the current GPU)
     plain = D.four_steps_gpu(DigitsCNN(), x, y, ids)
     assert set(plain) == keys and plain["times"] == {}
     timed = D.four_steps_gpu(DigitsCNN(), x, y, ids, record=timing.timing)

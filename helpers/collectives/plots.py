@@ -91,6 +91,9 @@ def sweep_summary(sweep: dict) -> list[str]:
                                                                in zip((small, large), grow))
              + " (α alone would give ×1, β alone ×16)"]
     flat, steep = 0.7 <= grow[0] <= 2, grow[1] >= 8  # α alone: ×1; β alone: ×16
+    if grow[1] > 16:
+        lines.append(f"  ×{grow[1]:.1f} is above even β alone (×16): the time per byte also grew with the size here, which "
+                     "one α–β line with α ≥ 0 cannot give")
     if flat and steep:
         lines.append("  so small messages pay mostly α, large ones mostly β"
                      + (f"; the small sizes' ×{grow[0]:.1f} < 1, a {size(small[0])} time above the {size(small[1])} one, "

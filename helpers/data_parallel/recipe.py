@@ -44,7 +44,7 @@ def four_steps_gpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, device_id
     with record(times, "replicate"):
         replicas = replicate(model, device_ids[:len(inputs)])
     with record(times, "apply"):
-        outputs = parallel_apply(replicas, [(i,) for i in inputs])
+        outputs = parallel_apply(replicas, [(i,) for i in inputs], None, device_ids[:len(replicas)])  # each thread on its GPU
     with record(times, "gather"):
         out = gather(outputs, out_dev)
     loss = nn.functional.cross_entropy(out, y.to(out_dev))

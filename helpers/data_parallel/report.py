@@ -161,7 +161,9 @@ def memory_sentences(budget: int, acc: dict, classes: int = 50_000, margin: floa
             f"  per sample of the global batch: DataParallel's output device {per['data_parallel']:,.0f} B, a DDP device "
             f"{per['ddp']:,.0f} B ({per_ratio:.2f}×): {per_verdict}. "
             f"An output row here is {row} B ({row // 4} classes); the saved activations, "
-            f"{acc['activation_bytes_per_sample']:,.0f} B",
+            f"{acc['activation_bytes_per_sample']:,.0f} B per sample of a device's chunk "
+            f"({acc['activation_bytes_per_sample'] / acc['devices']:,.0f} B per sample of the global batch on "
+            f"{acc['devices']} devices)",
             f"  with {big_budget / 2**30:.0f} GiB per device (a what-if budget where the fixed bytes hardly count): "
             f"DataParallel {far['data_parallel']:,}, DDP {far['ddp']:,}: {_fits(far_ratio, margin)} ({far_ratio:.2f}×)",
             f"  what-if, the same CNN on {acc['devices']} devices with {classes:,}-class output rows, per sample: "
