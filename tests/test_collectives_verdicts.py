@@ -153,7 +153,7 @@ def test_the_overlap_caveat_is_said_also_when_overlap_was_faster_and_names_both_
     assert "overlapped faster than bucketed: in all 7 rounds" in faster
     assert "starts each bucket's all-reduce during backward" in faster
     assert "all its buckets' all-reduces in flight at once (async_op=True) where bucketed waits for each in turn" in faster
-    assert "whole-step times do not say which of the two made a difference" in faster
+    assert "whole-step times do not say which of these made a difference" in faster
 
 
 def test_the_all_reduces_finished_when_backward_returned_are_printed_as_counted():
