@@ -25,7 +25,7 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     assert "its two messages alone took 20.0 ms at their fastest, more than those 5.0 ms" in \
         P.gap_lines([tight, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
     assert "stage 0: F ×2.00, B ×2.00" in text and "all four together ×2.00" in text and "gap to the latter +437.5 ms" in text
-    assert "the pieces at ×2.00: +562.5" in text
+    assert "the pieces, each stage's as they took, through the bound's formula: +562.5" in text
     # estimates in ms, never percentages of the gap: a share of a gap the estimates overshoot says nothing
     assert "%" not in text and "explain" not in text and "the rest" not in text
     # the step's own parts outside its compute: m = 1's 100 ms less its two 10 ms messages, 80 ms
@@ -48,10 +48,10 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     # cheaper pieces are a negative estimate, printed signed, not clipped to 0 (×0.85 of a 0.5625 s bound step: −84.4 ms)
     cheap = row(4, 0.6, [0.59, 0.6, 0.61], 0.17, 0.2125, msg=0.005)
     text = P.gap_lines([naive, cheap])
-    assert "the pieces at ×0.85: -84.4" in text and "together +5.6 to +35.6 ms, against the gap's +37.5 ms" in text
-    text = P.gap_lines([naive, row(4, 0.8, [0.79, 0.8, 0.81], 0.22, 0.275)])   # ×1.10: +56.2 ms of a 237.5 ms gap
-    assert "the pieces at ×1.10: +56.2" in text and "messages: not timed in this run" in text
-    assert "together +136.2 ms, against the gap's +237.5 ms" in text
+    assert "the pieces, each stage's as they took, through the bound's formula: -84.4" in text and "together +5.6 to +35.6 ms, against the gap's +37.5 ms" in text
+    text = P.gap_lines([naive, row(4, 0.8, [0.79, 0.8, 0.81], 0.22, 0.275)])   # ×1.10: +56.3 ms (56.25 rounded) of a 237.5 ms gap
+    assert "the pieces, each stage's as they took, through the bound's formula: +56.3" in text and "messages: not timed in this run" in text
+    assert "together +136.3 ms, against the gap's +237.5 ms" in text
     # the m = 1 step's own parts outside the compute never count for the bound: 0.67 s against the bound step
     # 0.9 / 1.33 = 0.675 s is 1.01 of it by the medians, but 0.96–1.02 against this m's rounds: no clear win
     fast = row(2, 0.67, [0.66, 0.67, 0.70], 0.2, 0.25)
@@ -215,3 +215,19 @@ def test_the_library_table_has_a_row_per_schedule_and_m_with_its_peaks_and_diffe
     assert lines[1].split() == ["gpipe", "4", "[4,", "4]", "2e-07", "2e-09"]
     assert lines[2].split() == ["1f1b", "8", "[2,", "1]", "0e+00", "1e-09"]
     assert len({len(line) for line in lines}) == 1   # aligned columns
+
+
+def test_the_pieces_estimate_takes_each_stage_through_the_bound_not_one_pooled_ratio():
+    """01's fresh read 18: at m = 8 the pooled ×1.00 gave +0.2 ms, while stage 1, which sets both phases' pace, took
+    F ×1.02 and B ×0.97: through the bound's formula the pieces shorten the model's step instead."""
+    def row(m, f, b):   # per stage: summed forward and backward seconds, the same in every round
+        return {"microbatches": m, "step_s": 0.3, "step_rounds": [0.3] * 3, "step_range": (0.3, 0.3),
+                "compute_rounds": [[{"F": f[s], "B": b[s]}] * 3 for s in (0, 1)]}
+    base = row(1, (0.0700, 0.0705), (0.130, 0.141))
+    r8 = row(8, (0.0658, 0.0719), (0.139, 0.1368))   # stage 0: F ×0.94, B ×1.07; stage 1: F ×1.02, B ×0.97
+    from helpers.pipeline.bounds import _slowdown, pieces_step
+    pooled = P.bound_step(base, 8) * (_slowdown(r8, base) - 1)
+    mine = pieces_step(r8) - P.bound_step(base, 8)
+    assert pooled > 0 > mine   # the pooled ratio adds time; stage by stage the pieces take it away
+    text = P.gap_lines([base, r8])
+    assert f"through the bound's formula: {round(1e3 * mine, 1):+.1f}" in text

@@ -48,6 +48,7 @@ def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
                      + (f", its slowest repeat ×{spread[key, lo['bytes']]:.1f} the best"
                         if (key, lo["bytes"]) in spread else "") for key, name, lo, hi in drops)
     where = " and ".join(f"the {name} at {_size(lo['bytes'])}" for _, name, lo, _ in drops)
-    return [f"a time falls as the bytes grow ({said}), which the α–β model, with β > 0, cannot give; each time is the "
+    return [f"a time falls by more than {margin:.0%} from one size to the next ({said}; smaller falls, in the table above, "
+            f"are not listed), which the α–β model, with β > 0, cannot give; each time is the "
             f"best of repeats taken in a fresh order, so every repeat of {where} was slow, not one passing burst "
             "of load (the cause is not identified here)"]

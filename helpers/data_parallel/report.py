@@ -144,11 +144,12 @@ def memory_sentences(budget: int, acc: dict, classes: int = 50_000, margin: floa
     claim = ("supported" if per_ratio > 1 + margin else "not supported" if per_ratio >= 1 - margin else "contradicted")
     big_claim = "supported" if big_ratio > 1 + margin else "not supported"
     return [f"predicted, with a toy budget of {budget:,} B per device (hand-picked, of the order of this model's step): "
-            f"DataParallel's output device is full at a global batch of {dp}, DDP at {ddp}. "
+            f"DataParallel's output device is full at a global batch of {dp}, DDP at {ddp}, by the formula's two moments "
+            f"(an upper bound: early in backward can hold more). "
             + ("In this budget the fixed bytes decide (per sample the two are within "
                f"{margin:.0%}, below): " if abs(per_ratio - 1) <= margin and abs(ratio - 1) > margin else "In this budget: ")
             + f"{_fits(ratio, margin)} ({ratio:.2f}×)"
-            + ". The fullest moment there: "
+            + ". The fuller of the two moments there: "
             f"DataParallel {when[binding['data_parallel']]}, DDP {when[binding['ddp']]}",
             f"  fixed bytes while the loss is computed: DataParallel's output device {fixed['data_parallel']['loss']:,} B "
             f"({fixed['data_parallel']['loss'] / budget:.0%} of the budget), a DDP device {fixed['ddp']['loss']:,} B "
@@ -202,8 +203,11 @@ def probe_vs_cut_sentence(gil: list[dict], ratios: list[float], rows: int, singl
              f"the cut batch's two threads reached {'more' if both > 1 else 'fewer'} samples/s than the probe's"
              if abs(both - 1) > margin else ""]
     parts = [p for p in parts if p]
-    work = (f", on different work (section 4's one thread: {2 * rows} rows, an SGD step, .grad set to None every step; "
-            f"the probe's: {rows} rows, no SGD step, .grad never zeroed, so each backward adds into the last)")
+    work = (f". The work differs (section 4's one thread: {2 * rows} rows, an SGD step, .grad set to None every step; "
+            f"the probe's: {rows} rows, no SGD step, .grad never zeroed, so each backward adds into the last; the cut "
+            f"batch's two threads also sum the replicas' gradients, step and copy the weights back), but each thread "
+            f"computes on {rows} rows in both: this notebook does not split what makes the difference, nor how much of it "
+            f"the different moments make")
     return (s + f". From the medians of samples/s (the two ran at different moments): one thread {row['one_thread']:,.0f} "
             f"in the probe, {one:,.0f} in section 4 ({base:.3f}×); two threads {two:,.0f} on the cut batch, "
             f"{row['two_threads']:,.0f} in the probe ({both:.3f}×); {base:.3f} × {both:.3f} = {base * both:.3f}×, the "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import statistics
 
-from .bounds import _compute, _slowdown, bound_step, compute_ms, stage_costs
+from .bounds import _compute, _slowdown, bound_step, compute_ms, pieces_step, stage_costs
 from .instruments import ideal_speedup
 
 __all__ = ["gap_lines"]
@@ -16,9 +16,10 @@ def gap_lines(rows: list[dict]) -> str:
     backwards), pipelined with the two stages' measured costs; printed beside the equal-cost ideal,
     that compute ÷ 2m/(m + 1). The bound pipelines the compute only: the m = 1 step's time outside
     it (zero_grad, the SGD update, its two messages, waiting) is not in it. Pieces inside the step:
-    if both stages' forwards and backwards together took k times m = 1's (``_slowdown``: the four
-    parts' medians summed, so k lies within the four printed ratios), the model gives a step k times
-    the bound's: bound × (k − 1), negative where the pieces were cheaper. Messages, each at its
+    the bound's formula applied to each stage's forwards and backwards as they took inside this step
+    (``pieces_step``), less the bound's step, negative where the pieces were cheaper: a stage's pieces
+    count only as far as they set their phase's pace (with all four ratios equal to k, bound × (k − 1);
+    ``_slowdown``'s k, all four together, is printed beside the four ratios). Messages, each at its
     size's fastest round timed alone (``message_lines`` says why not the median): two of them lie on
     every step's path whatever m is, one activation and one gradient (the last activation where stage
     0's forwards are the slower, else the first; the last gradient where stage 1's backwards are the
@@ -66,10 +67,11 @@ def gap_lines(rows: list[dict]) -> str:
         if gap <= 0:
             lines.append("        at or below the bound with these stages' costs: no gap to explain")
             continue
-        pieces = ideal_step * (k - 1)   # signed: cheaper pieces shorten the model's step
+        pieces = pieces_step(r) - ideal_step   # each stage's own pieces through the bound's formula; signed
         outside_of = "(those other ms less its two messages)" if msg1 is not None else "(those other ms, messages included)"
         p_ms, o_ms = round(1e3 * pieces, 1), round(outside_ms, 1)   # sums below are of the printed values
-        said = (f"        estimates in ms (not shares of the gap): the pieces at ×{k:.2f}: {p_ms:+.1f}; "
+        said = (f"        estimates in ms (not shares of the gap): the pieces, each stage's as they took, through "
+                f"the bound's formula: {p_ms:+.1f}; "
                 + (f"the step's parts outside its compute, if they took m = 1's {outside_of}: {o_ms:+.1f}\n        "
                    if raw_ms >= 0 else f"the step's parts outside its compute: not estimated, counted +0.0 (m = 1's other "
                    f"{other_ms:.1f} ms" + (f" less its two messages' {msg1_ms:.1f} ms" if msg1 is not None else "")
