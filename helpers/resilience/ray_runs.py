@@ -1,0 +1,37 @@
+"""Notebook 10's Ray Train runs: the course's DDP training as a ``TorchTrainer``, with or without a failure (10)."""
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from .ray_loop import ray_train_loop
+
+__all__ = ["run_ray_train"]
+
+
+def run_ray_train(epochs: int, storage: str, name: str, workers: int = 2, max_failures: int = 0,
+                  announce_dir: str | None = None) -> dict:
+    """``TorchTrainer(ray_train_loop, ...).fit()`` on the running Ray cluster; its result and final parameters (10).
+
+    ``max_failures``: how many times Ray Train restarts the worker group after a worker dies, each time from the
+    last reported checkpoint (``FailureConfig``). GPUs when every worker can have one, else one CPU each.
+    """
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    use_gpu = torch.cuda.device_count() >= workers
+    trainer = TorchTrainer(
+        ray_train_loop, train_loop_config={"epochs": epochs, "announce_dir": announce_dir},
+        scaling_config=ScalingConfig(num_workers=workers, use_gpu=use_gpu,
+                                     resources_per_worker=None if use_gpu else {"CPU": 1}),
+        run_config=RunConfig(name=name, storage_path=storage, failure_config=FailureConfig(max_failures=max_failures),
+                             checkpoint_config=CheckpointConfig(num_to_keep=1)))
+    t0 = time.monotonic()
+    result = trainer.fit()
+    seconds = time.monotonic() - t0
+    with result.checkpoint.as_directory() as d:
+        state = torch.load(os.path.join(d, "state.pt"), map_location="cpu", weights_only=True)
+    return {"seconds": seconds, "metrics": result.metrics, "params": list(state["model"].values()),
+            "next_epoch": state["next_epoch"], "checkpoint": result.checkpoint.path}
