@@ -186,7 +186,13 @@ def _largest_gap_line(gp: dict, hand_by_m: dict, both: list[int], lib: list[dict
             + (f"; the library's 1F1B took {1e3 * one['step_s']:.0f} ms at that m" if one else ""))
     line += f"\n  (each efficiency is over its own m = 1; the rounds compare the two m = {m} steps)"
     if v == "unclear":
-        return line + ": the rounds do not set the two steps apart"
+        b_lib, b_hw = gp[min(both)], hand_by_m[min(both)]
+        apart = [k for k in both if not rounds_side(gp[k]["step_rounds"], hand_by_m[k]["step_rounds"])[0]
+                 .startswith(("unclear", "mostly"))]
+        return line + (f": the rounds do not set the two steps apart, so the efficiencies differ by their baselines, "
+                       f"the m = {min(both)} steps (library {1e3 * b_lib['step_s']:.0f} ms, hand-written "
+                       f"{1e3 * b_hw['step_s']:.0f} ms)" + (f"; by the rounds the steps themselves differed at m = "
+                       f"{', '.join(map(str, apart))} (printed above)" if apart else ""))
     if v.startswith("mostly"):
         return line + (f": the library {v} by the pairs of rounds ({why}: a weak call), not set apart; this run, which "
                        "times the library's steps only whole, leaves the cause unexplained")
