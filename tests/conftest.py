@@ -155,3 +155,22 @@ def default_sigint():
         yield
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+# The longest files first, so that the two xdist workers (``--dist loadfile``: a file's items stay on one worker)
+# do not finish one long notebook alone at the end: the notebooks by their run time on the results table's machine
+# (a new notebook first of all, until it has a place here), then the test files with the longest drills. The rest
+# keep their collection order. A file's own items keep theirs (``sorted`` is stable).
+LONGEST_FIRST = ["04_", "07_", "03_", "09_", "01_", "08_", "02_", "05_", "00_", "06_",
+                 "test_drills.py", "test_ray_faults.py", "test_colab_setup.py", "test_ddp.py", "test_sharding.py"]
+
+
+@pytest.hookimpl(trylast=True)   # after nbval_rerun has added its "Run All again" items to their notebooks
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item) -> int:
+        name = item.path.name
+        if item.path.suffix == ".ipynb" and not any(name.startswith(p) for p in LONGEST_FIRST):
+            return -1
+        return next((i for i, p in enumerate(LONGEST_FIRST) if name.startswith(p) or name == p), len(LONGEST_FIRST))
+
+    items.sort(key=rank)
