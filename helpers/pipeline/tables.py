@@ -33,8 +33,9 @@ def gpipe_table(rows: list[dict]) -> str:
                  "speedup ÷ ideal" + ("; bound (these stages) = the best speedup of m = 1's compute with the two stages' "
                                       f"measured costs (a ratio of compute times, the speedup one of whole steps); against it = the bound's step (compute alone: m = 1's compute, "
                                       f"{compute_ms(rows[0]):.1f} ms of its {1e3 * rows[0]['step_s']:.1f} ms step, ÷ bound) ÷ "
-                                      "the measured step, at m = 1 the share of its step the compute took (above 1 where the sum of the four parts' "
-                                      "medians, taken apart, exceeds the median step)" if staged else "")
+                                      "the measured step; at m = 1 the four parts' medians over the median step, a ratio of medians each "
+                                      "taken over the rounds apart, not one round's share (above 1 where that sum exceeds the median "
+                                      "step)" if staged else "")
                  + "; bubble (model) = (p − 1)/(m + p − 1), each stage's idle share in GPipe's model")
     over = [r["microbatches"] for r in rows[1:] if round(r["efficiency"], 2) > 1]
     if over:
