@@ -36,7 +36,7 @@ def gap_lines(rows: list[dict]) -> str:
     c1 = sum(f + b for f, b in stage_costs(base))
     step1, c1_ms = round(1e3 * base["step_s"], 1), compute_ms(base)
     # round by round, the step less that round's compute (at m = 1 the stages never compute at once), then the median:
-    # not the median step less the parts' medians, taken over the rounds apart (02's read 20 of 01: 56 ms against ~10)
+    # not the median step less the parts' medians, taken over the rounds apart (01's read 20: 56 ms against ~10)
     per_round = [1e3 * (t - sum(base["compute_rounds"][s][r][k] for s in (0, 1) for k in "FB"))
                  for r, t in enumerate(base["step_rounds"])]
     other_ms = round(statistics.median(per_round), 1)
