@@ -226,9 +226,9 @@ def test_the_pieces_estimate_takes_each_stage_through_the_bound_not_one_pooled_r
                 "compute_rounds": [[{"F": f[s], "B": b[s]}] * 3 for s in (0, 1)]}
     base = row(1, (0.0700, 0.0705), (0.130, 0.141))
     r8 = row(8, (0.0658, 0.0719), (0.139, 0.1368))   # stage 0: F ×0.94, B ×1.07; stage 1: F ×1.02, B ×0.97
-    from helpers.pipeline.bounds import _slowdown, pieces_step
+    from helpers.pipeline.bounds import _slowdown
     pooled = P.bound_step(base, 8) * (_slowdown(r8, base) - 1)
-    mine = pieces_step(r8) - P.bound_step(base, 8)
+    mine = P.bound_step(r8, 8) - P.bound_step(base, 8)   # the bound's formula on m = 8's own pieces
     assert pooled > 0 > mine   # the pooled ratio adds time; stage by stage the pieces take it away
     text = P.gap_lines([base, r8])
     assert f"through the bound's formula: {round(1e3 * mine, 1):+.1f}" in text

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import statistics
 
-__all__ = ["beyond_bound_lines", "stage_costs", "compute_ms", "head_share", "stage_bound", "bound_step", "pieces_step",
-           "against_bound", "backward_products", "forward_products", "stage_cost_lines", "backward_wait_line"]
+__all__ = ["beyond_bound_lines", "stage_costs", "compute_ms", "head_share", "stage_bound", "bound_step", "against_bound",
+           "backward_products", "forward_products", "stage_cost_lines", "backward_wait_line"]
 
 
 def _slowdown(row: dict, base: dict) -> float:
@@ -121,20 +121,11 @@ def stage_costs(base: dict) -> list[tuple[float, float]]:
 
 def bound_step(base: dict, m: int) -> float:
     """The shortest GPipe step for two stages of the measured costs ``stage_costs(base)``, messages and the step's
-    other parts free: per phase, the slower stage's whole work plus one micro-batch of the other's (01)."""
-    (f0, b0), (f1, b1) = stage_costs(base)
-    return max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m
+    other parts free: per phase, the slower stage's whole work plus one micro-batch of the other's (01).
 
-
-def pieces_step(row: dict) -> float:
-    """The bound's formula (``bound_step``) applied to this row's own pieces: each stage's summed forwards and
-    backwards as they took inside this step (medians of its rounds), pipelined over its m micro-batches (01).
-
-    Less ``bound_step(base, m)``, it is what the pieces' own costs, stage by stage and phase by phase, add to the
-    bound's step: a stage whose pieces got slower counts only as far as it sets the pace of its phase.
+    Given a row of m micro-batches as ``base``, its own pieces' costs: the step that model gives with them.
     """
-    m = row["microbatches"]
-    (f0, b0), (f1, b1) = stage_costs(row)
+    (f0, b0), (f1, b1) = stage_costs(base)
     return max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m
 
 

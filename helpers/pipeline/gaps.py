@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import statistics
 
-from .bounds import _compute, _slowdown, bound_step, compute_ms, pieces_step, stage_costs
+from .bounds import _compute, _slowdown, bound_step, compute_ms, stage_costs
 from .instruments import ideal_speedup
 
 __all__ = ["gap_lines"]
@@ -17,7 +17,7 @@ def gap_lines(rows: list[dict]) -> str:
     that compute ÷ 2m/(m + 1). The bound pipelines the compute only: the m = 1 step's time outside
     it (zero_grad, the SGD update, its two messages, waiting) is not in it. Pieces inside the step:
     the bound's formula applied to each stage's forwards and backwards as they took inside this step
-    (``pieces_step``), less the bound's step, negative where the pieces were cheaper: a stage's pieces
+    (``bound_step`` of this row), less the bound's step, negative where the pieces were cheaper: a stage's pieces
     count only as far as they set their phase's pace (with all four ratios equal to k, bound × (k − 1);
     ``_slowdown``'s k, all four together, is printed beside the four ratios). Messages, each at its
     size's fastest round timed alone (``message_lines`` says why not the median): two of them lie on
@@ -37,8 +37,7 @@ def gap_lines(rows: list[dict]) -> str:
     step1, c1_ms = round(1e3 * base["step_s"], 1), compute_ms(base)
     # round by round, the step less that round's compute (at m = 1 the stages never compute at once), then the median:
     # not the median step less the parts' medians, taken over the rounds apart (01's read 20: 56 ms against ~10)
-    per_round = [1e3 * (t - sum(base["compute_rounds"][s][r][k] for s in (0, 1) for k in "FB"))
-                 for r, t in enumerate(base["step_rounds"])]
+    per_round = [1e3 * (t - c) for t, c in zip(base["step_rounds"], _compute(base))]
     other_ms = round(statistics.median(per_round), 1)
     msg1 = 2 * min(base["message_s"]) if "message_s" in base else None
     msg1_ms = round(1e3 * msg1, 1) if msg1 is not None else 0.0
@@ -71,7 +70,7 @@ def gap_lines(rows: list[dict]) -> str:
         if gap <= 0:
             lines.append("        at or below the bound with these stages' costs: no gap to explain")
             continue
-        pieces = pieces_step(r) - ideal_step   # each stage's own pieces through the bound's formula; signed
+        pieces = bound_step(r, m) - ideal_step   # the bound's formula on this step's own pieces, stage by stage; signed
         outside_of = "(those other ms less its two messages)" if msg1 is not None else "(those other ms, messages included)"
         p_ms, o_ms = round(1e3 * pieces, 1), round(outside_ms, 1)   # sums below are of the printed values
         said = (f"        estimates in ms (not shares of the gap): the pieces, each stage's as they took, through "
