@@ -191,9 +191,12 @@ def _largest_gap_line(gp: dict, hand_by_m: dict, both: list[int], lib: list[dict
         apart = [k for k in both if not rounds_side(gp[k]["step_rounds"], hand_by_m[k]["step_rounds"])[0]
                  .startswith(("unclear", "mostly"))]
         base_ms = round(1e3 * b_lib["step_s"]), round(1e3 * b_hw["step_s"])
+        only = min(both) not in apart   # 01's read 21: baselines apart by their medians only are no difference
         return line + (": the rounds do not set the two steps apart"
-                       + (f"; each efficiency divides by its own m = {min(both)} step, and those differ (library "
-                          f"{base_ms[0]} ms, hand-written {base_ms[1]} ms)" if base_ms[0] != base_ms[1] else "")
+                       + (f"; each efficiency divides by its own m = {min(both)} step, and those differ{' by their medians only' * only} "
+                          f"(library {base_ms[0]} ms, hand-written {base_ms[1]} ms" + ("; their rounds do not set them apart "
+                          "either, printed above): this run does not set the two efficiencies apart" if only else ")")
+                          if base_ms[0] != base_ms[1] else "")
                        + (f"; by the rounds the steps themselves differed at m = {', '.join(map(str, apart))} (printed "
                           "above)" if apart else ""))
     if v.startswith("mostly"):
