@@ -155,3 +155,45 @@ def default_sigint():
         yield
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+# The longest files first, so that the two xdist workers (``--dist loadfile``: a file's items stay on one worker)
+# do not finish one long notebook alone at the end: the notebooks by their run time on the results table's machine
+# (a new notebook first of all, until it has a place here), then the test files with the longest drills. The rest
+# keep their collection order. A file's own items keep theirs (``sorted`` is stable).
+LONGEST_FIRST = ["04_", "test_drills.py", "07_", "03_", "09_", "01_", "08_", "02_", "05_", "00_", "06_",
+                 "test_ray_faults.py", "test_colab_setup.py", "test_ddp.py", "test_sharding.py"]
+
+# The offline drill (test_drills.py) runs these notebooks under nbval, each with its Run-All-again drill, in a network
+# namespace with only loopback. Where it runs in a session, their items here are deselected: run once, offline.
+OFFLINE_NOTEBOOKS = ("00_setup.ipynb", "05_monitoring.ipynb")
+OFFLINE_DRILL = "tests/test_drills.py::test_suite_passes_with_no_network"
+
+
+def can_unshare() -> bool:
+    """Whether this machine can cut the network for a process: ``unshare -n`` (root or user namespaces) and ``ip``."""
+    import subprocess
+
+    if not shutil.which("unshare") or not shutil.which("ip"):
+        return False
+    return subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
+
+
+def _leave_to_the_offline_drill(config, items) -> None:
+    if any(i.nodeid == OFFLINE_DRILL for i in items) and can_unshare():
+        moved = [i for i in items if i.path.suffix == ".ipynb" and i.path.name in OFFLINE_NOTEBOOKS]
+        if moved:
+            config.hook.pytest_deselected(items=moved)
+            items[:] = [i for i in items if i not in moved]
+
+
+@pytest.hookimpl(trylast=True)   # after nbval_rerun has added its "Run All again" items to their notebooks
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item) -> int:
+        name = item.path.name
+        if item.path.suffix == ".ipynb" and not any(name.startswith(p) for p in LONGEST_FIRST):
+            return -1
+        return next((i for i, p in enumerate(LONGEST_FIRST) if name.startswith(p) or name == p), len(LONGEST_FIRST))
+
+    items.sort(key=rank)
+    _leave_to_the_offline_drill(config, items)

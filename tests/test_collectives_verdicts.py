@@ -143,8 +143,13 @@ def test_the_rank_agreement_lines_follow_the_numbers():
 
 
 def test_a_small_size_verdict_drawn_from_a_falling_time_says_so():
+    # 16 KiB faster than 1 KiB: the verdict rests on that odd time unless 4 → 64 KiB (16× too) is flat (08's read)
     text = "\n".join(sweep_summary(_sweep(0.8)))
-    assert "pay mostly α" in text and "rests on that odd time" in text
+    assert "pay mostly α" in text and "from 4 KiB to 64 KiB, also 16× the bytes, ×1.00, so the verdict does not rest" in text
+    sweep = _sweep(0.8)
+    sweep["sizes"][3]["library_s"] = 0.5e-4      # 64 KiB at half the 4 KiB time: that pair is not flat either
+    text = "\n".join(sweep_summary(sweep))
+    assert "pay mostly α" in text and "so their verdict rests on that odd time" in text and "does not rest" not in text
     assert "odd time" not in "\n".join(sweep_summary(_sweep(1.1)))
 
 

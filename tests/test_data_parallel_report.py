@@ -191,3 +191,13 @@ def test_the_amdahl_sentence_checks_its_premise_in_the_threaded_step():
     assert "below that bound" not in failed and "1.13×, what the threads gained on the forward itself" in failed
     held = D.amdahl_sentence(one, False, measured=1.14, step_seconds={"apply": 3.8e-3, "backward": 10.6e-3})
     assert "kept its one-thread time (within 3%)" in held and "below that bound" in held and "1.95×" in held
+
+
+def test_a_median_above_the_bound_with_a_round_below_it_places_the_threads_nowhere():
+    """02's fresh read 19: median 1.26× against a 1.252× bound, rounds 1.280, 1.260, 1.204×: not 'above that bound'."""
+    one = {"forward": 0.403, "backward": 0.597}
+    s = D.amdahl_sentence(one, False, measured=1.26, rounds=[1.280, 1.260, 1.204])
+    assert "is above that bound: the bound takes" not in s
+    assert "1.26×, is above that bound (1.252×), but 1 of the 3 rounds (1.204×) lies at or below it" in s
+    every = D.amdahl_sentence(one, False, measured=1.30, rounds=[1.28, 1.30, 1.33])
+    assert "is above that bound: the bound takes" in every and "at or below it" not in every

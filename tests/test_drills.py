@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 import os
 import queue
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import OFFLINE_NOTEBOOKS, can_unshare
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -24,26 +24,24 @@ def _nested_pytest(args: list[str], env_extra: dict | None = None, prefix: list[
 
 # --- the suite passes with the network unavailable ---------------------------------------------------
 
-def _can_unshare() -> bool:
-    if not shutil.which("unshare") or not shutil.which("ip"):
-        return False
-    r = subprocess.run(["unshare", "-n", "true"], capture_output=True)
-    return r.returncode == 0
-
-
-@pytest.mark.skipif(not _can_unshare(), reason="needs `unshare -n` (root or user namespaces) and `ip` to cut the network")
+@pytest.mark.skipif(not can_unshare(), reason="needs `unshare -n` (root or user namespaces) and `ip` to cut the network")
 def test_suite_passes_with_no_network():
-    """Data, launcher, W&B, TensorBoard and the setup notebook in a network namespace with only loopback."""
+    """Data, launcher, W&B, TensorBoard and notebooks 00 and 05 (each with its Run-All-again drill) in a network
+    namespace with only loopback. The notebooks run here instead of in the suite's own items (conftest.py deselects
+    those where this test runs), so each runs once, offline."""
     probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up && " + sys.executable +
                             " -c \"import socket; socket.getaddrinfo('pypi.org', 443)\""], capture_output=True, text=True)
     assert probe.returncode != 0, "the namespace still resolves names: the drill would prove nothing"
-    inner = " ".join([sys.executable, "-m", "pytest", "-n", "0", "-q", "-x", "tests/test_data.py", "tests/test_monitor.py",
-                      "notebooks/00_setup.ipynb",
-                      "notebooks/05_monitoring.ipynb"])
+    inner = " ".join([sys.executable, "-m", "pytest", "-n", "0", "-q", "-x", "-rA", "tests/test_data.py", "tests/test_monitor.py",
+                      *(f"notebooks/{name}" for name in OFFLINE_NOTEBOOKS)])
+    env = {k: v for k, v in os.environ.items() if k != "BEYOND_ONE_GPU_NO_RERUN"}   # the Run-All-again drills too
     r = subprocess.run(["unshare", "-n", "sh", "-c", f"ip link set lo up && {inner}"], cwd=ROOT,
-                       env={**os.environ, "BEYOND_ONE_GPU_NO_RERUN": "1"}, capture_output=True, text=True, timeout=600)
+                       env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     assert " passed" in r.stdout and "failed" not in r.stdout
+    for name in OFFLINE_NOTEBOOKS:   # every notebook ran, its second Run All included where it declares one
+        assert f"PASSED notebooks/{name}::Cell 0" in r.stdout, r.stdout[-2000:]
+    assert "PASSED notebooks/05_monitoring.ipynb::Run All again" in r.stdout, r.stdout[-2000:]
 
 
 # --- cells out of order ----------------------------------------------------------------------------------
@@ -110,3 +108,17 @@ def test_a_changed_helper_result_fails_the_suite(tmp_path):
     assert r.returncode != 0, "nbval passed although a helper's result changed"
     assert "150,532" in r.stdout  # the committed output the changed run no longer matches
     # (the unchanged notebook passing is the main nbval run of 06 itself)
+
+
+@pytest.mark.skipif(not can_unshare(), reason="needs `unshare -n`: without it the notebooks run in the suite itself")
+def test_the_notebooks_the_offline_drill_runs_are_not_run_twice():
+    def collected(*args: str) -> str:
+        r = subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-q", "--collect-only", *args], cwd=ROOT,
+                           env={**os.environ, "BEYOND_ONE_GPU_NO_RERUN": "1"}, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        return r.stdout
+    with_drill = collected("tests/test_drills.py::test_suite_passes_with_no_network", "notebooks/00_setup.ipynb",
+                           "notebooks/06_oom_troubleshooting.ipynb")
+    assert "00_setup.ipynb::" not in with_drill and "06_oom_troubleshooting.ipynb::Cell 0" in with_drill
+    assert "test_suite_passes_with_no_network" in with_drill
+    assert "notebooks/00_setup.ipynb::Cell 0" in collected("notebooks/00_setup.ipynb")   # alone, it runs as ever

@@ -42,8 +42,8 @@ def test_recorded_gpu_intro_says_when_the_recording_ran_other_code(tmp_path):
 
 
 def test_recorded_gpu_commit_is_read_from_the_recordings_readme():
-    assert M.recorded_gpu_commit() == "437db3b"   # "from main at 437db3b" in its README.md
-    assert M.recorded_gpu_intro("302c14df").startswith("Recorded on an H100 (torch 2.11.0+cu130, course commit 437db3b; ")
+    assert M.recorded_gpu_commit() == "b57ce86"   # "from main at b57ce86" in its README.md
+    assert M.recorded_gpu_intro("302c14df").startswith("Recorded on an H100 (torch 2.11.0+cu130, course commit b57ce86; ")
     first = M.recorded_gpu_intro("00c6803b", details=True)   # the detail, once, in the notebook's first recorded cell
     assert "1 × NVIDIA H100 80GB HBM3" in first and "tests/gpu/recorded/2026-11-27-h100" in first
     assert first.splitlines()[-1] == M.recorded_gpu_intro("00c6803b")
@@ -67,9 +67,10 @@ def test_recorded_gpu_intro_tells_no_gpu_lines_from_gpu_code(tmp_path):
     cells["d78593a6"]["source"] = gpu_changed
     folder = tmp_path / "a" / "b" / "2026-01-01-gpu"
     folder.mkdir(parents=True)
-    (folder / "notebooks.log").write_text("GPU run: torch 9, 1 x Some GPU\n")
+    (folder / "notebooks.log").write_text("GPU run: torch 9, 1 x Some GPU, Python 3.12.3\n")
     with zipfile.ZipFile(folder / "executed_notebooks.zip", "w") as z:
         z.writestr("06_oom_troubleshooting.ipynb", json.dumps(nb))
+    assert M.recorded_gpu_run(folder).startswith("1 x Some GPU, torch 9, ")   # the log's ", Python …" is not the GPU's name
     same_gpu = M.recorded_gpu_intro("c67d3342", folder=folder)
     assert same_gpu.endswith("; same cell code on a GPU)")
     assert "earlier version" not in same_gpu

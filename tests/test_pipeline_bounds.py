@@ -209,3 +209,18 @@ def test_the_backward_count_is_printed_beside_the_measured_ratio():
     ev = [(0, "B", 0, 0.0, 0.1), (0, "B", 1, 0.25, 0.35), (1, "B", 0, 0.0, 0.15), (1, "B", 1, 0.2, 0.35)]
     line = P.backward_wait_line({"microbatches": 2, "events": ev}, base=row(1, 0.077, 0.080))
     assert "took ×1.50 stage 0's in that round (the whole backward at m = 1: ×1.04)" in line
+
+
+def test_the_shown_rounds_shares_stand_beside_the_medians_and_a_reversed_order_is_said():
+    # 01's read 21: the shown round had stage 0 busier (53% against 46%) while the medians had stage 1 costlier
+    def rnd(f0, b0, f1, b1):
+        return [{"F": f0, "B": b0}, {"F": f1, "B": b1}]
+    rounds = [rnd(0.06, 0.10, 0.07, 0.13)] * 4 + [rnd(0.08, 0.12, 0.06, 0.11)]
+    base = {"compute_rounds": [[r[s] for r in rounds] for s in (0, 1)], "step_s": 0.4,
+            "events": [(0, "F", 0, 0.0, 0.08), (1, "F", 0, 0.08, 0.14), (1, "B", 0, 0.14, 0.25), (0, "B", 0, 0.25, 0.37)]}
+    line = P.shown_round_line(base)
+    assert "stage 0 computed 54% of the time, stage 1 46%" in line                        # 0.20 and 0.17 of 0.37 s
+    assert "stage 0 computed 40% of the median step, stage 1 50%" in line                 # (0.06 + 0.10) / 0.4, 0.20 / 0.4
+    assert "orders the two stages the other way round" in line
+    base["events"] = [(0, "F", 0, 0.0, 0.06), (1, "F", 0, 0.06, 0.13), (1, "B", 0, 0.13, 0.26), (0, "B", 0, 0.26, 0.36)]
+    assert "other way round" not in P.shown_round_line(base)

@@ -16,12 +16,13 @@ def test_gap_and_bound_lines_come_from_the_steps_own_events():
     # the bound pipelines m = 1's compute only (900 ms of its 1000 ms step), not its whole step: m = 4's bound step is
     # 0.9 / 1.6 = 0.5625 s (not 1.0 / 1.6 = 0.625 s), measured 1.0 s; pieces 2× m = 1's add 562.5 ms in the model
     text = P.gap_lines([naive, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
-    assert "the stages computed 900.0 ms of its 1000.0 ms step; the bound pipelines that compute only, so the other 100.0 ms (the median step less" in text
+    assert ("the stages computed 900.0 ms of its 1000.0 ms step (medians of their rounds); the bound pipelines that "
+            "compute only; round by round the step less its compute took 0.0 to 200.0 ms, median 100.0 ms") in text
     assert "more than those" not in text   # 100 ms outside the compute holds its two 10 ms messages
-    tight = dict(naive, step_s=0.905)      # 5 ms outside the compute, less than the two messages' 20 ms: said so
+    tight = dict(naive, step_s=0.905, step_rounds=[0.905] * 3)   # 5 ms outside the compute, less than the messages' 20
     neg = P.gap_lines([tight, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])   # 5 − 20 ms: no duration
     assert "the step's parts outside its compute: not estimated, counted +0.0 (m = 1's other 5.0 ms less its two " \
-        "messages' 20.0 ms is -15.0, below zero: medians taken apart)" in neg and "outside term is" not in neg
+        "messages' 20.0 ms is -15.0, below zero: the messages cost less inside the step than alone)" in neg and "outside term is" not in neg
     assert "its two messages alone took 20.0 ms at their fastest, more than those 5.0 ms" in \
         P.gap_lines([tight, row(4, 1.0, [0.95, 1.0, 1.05], 0.4, 0.5, msg=0.005)])
     assert "stage 0: F ×2.00, B ×2.00" in text and "all four together ×2.00" in text and "gap to the latter +437.5 ms" in text
@@ -102,7 +103,7 @@ def test_printed_sums_add_up_and_the_bound_compares_compute_with_compute():
     # messages alone longer than the step's time outside its compute (7.1 ms): said, not left as a silent contradiction
     naive["message_s"] = [0.0045]
     assert "9.0 ms at their fastest alone, more than those 7.1 ms: the step and each part" in P.gpipe_table([naive, m2])
-    assert "at m = 1 the share of its step the compute took" in table and "below 1.00 at m = 1" not in table
+    assert "at m = 1 the four parts' medians over the median step, a ratio of medians" in table and "below 1.00 at m = 1" not in table
     assert "the stages computed 257.9 ms of its 265.0 ms step" in P.gap_lines([naive, m2])
     assert "efficiency above" not in P.gpipe_table([naive, row(2, 0.21, [(0.040, 0.075), (0.043, 0.083)])])
     # gap_lines' steps to 0.1 ms, imbalance and gap their differences (01's fresh read 10: whole ms printed a 4.8 ms
@@ -130,7 +131,7 @@ def test_gap_lines_outside_estimate_is_the_printed_figures_difference():
     row = _gap_row
     naive = row(1, 0.2676, 0.0644, 0.0653, msg=0.00147)
     text = P.gap_lines([naive, row(4, 0.2, 0.0644, 0.0653, msg=0.0004)])
-    assert "the stages computed 259.4 ms of its 267.6 ms step" in text and "so the other 8.2 ms" in text
+    assert "the stages computed 259.4 ms of its 267.6 ms step" in text and "median 8.2 ms" in text
     assert "(those other ms less its two messages): +5.3" in text
     # no messages timed: the whole printed 8.2 ms
     naive.pop("message_s")
@@ -225,9 +226,20 @@ def test_the_pieces_estimate_takes_each_stage_through_the_bound_not_one_pooled_r
                 "compute_rounds": [[{"F": f[s], "B": b[s]}] * 3 for s in (0, 1)]}
     base = row(1, (0.0700, 0.0705), (0.130, 0.141))
     r8 = row(8, (0.0658, 0.0719), (0.139, 0.1368))   # stage 0: F ×0.94, B ×1.07; stage 1: F ×1.02, B ×0.97
-    from helpers.pipeline.bounds import _slowdown, pieces_step
+    from helpers.pipeline.bounds import _slowdown
     pooled = P.bound_step(base, 8) * (_slowdown(r8, base) - 1)
-    mine = pieces_step(r8) - P.bound_step(base, 8)
+    mine = P.bound_step(r8, 8) - P.bound_step(base, 8)   # the bound's formula on m = 8's own pieces
     assert pooled > 0 > mine   # the pooled ratio adds time; stage by stage the pieces take it away
     text = P.gap_lines([base, r8])
     assert f"through the bound's formula: {round(1e3 * mine, 1):+.1f}" in text
+
+
+def test_the_time_outside_the_compute_is_taken_round_by_round_not_from_medians_apart():
+    """01's fresh read 20: four part medians from different rounds summed to 442.6 ms of a 499.0 ms median step ("56 ms
+    outside"), while each round's step less its own compute was about 10 ms."""
+    rounds = [(0.499, 0.488), (0.470, 0.460), (0.520, 0.509)]   # (step, its compute) per round
+    naive = {"microbatches": 1, "step_s": 0.499, "step_rounds": [s for s, _ in rounds], "step_range": (0.47, 0.52),
+             "compute_rounds": [[{"F": c / 4, "B": c / 4} for _, c in rounds]] * 2}
+    r2 = dict(naive, microbatches=2, step_s=0.4, step_rounds=[0.4] * 3, step_range=(0.4, 0.4))
+    text = P.gap_lines([naive, r2])
+    assert "round by round the step less its compute took 10.0 to 11.0 ms, median 11.0 ms" in text

@@ -156,3 +156,31 @@ def test_rounds_that_do_not_overlap_but_touch_in_whole_ms_print_their_closest_en
     v, why = P.rounds_side([0.2321, 0.2350, 0.2468], [0.2473, 0.255, 0.274])
     assert v == "faster" and why.endswith("though in whole ms they touch: 246.8 against 247.3 ms at their closest")
     assert P.rounds_side([0.230, 0.240], [0.250, 0.260])[1] == "the rounds do not overlap"
+
+
+def test_the_largest_efficiency_gap_names_the_baselines_it_divides_by_when_the_steps_are_not_apart():
+    """01's fresh read 19: at m = 8 both GPipes took 238 ms (rounds overlapping), efficiencies 74% and 87%, because
+    the library's m = 1 step was 311 ms and the hand-written one's 370 ms (rounds apart)."""
+    from helpers.pipeline.tables import _largest_gap_line
+
+    def r(m, rounds):
+        med = sorted(rounds)[len(rounds) // 2]
+        return {"microbatches": m, "step_s": med, "step_rounds": rounds, "efficiency": 0.0}
+    gp = {1: r(1, [0.29, 0.30, 0.311, 0.32, 0.351]), 8: r(8, [0.230, 0.235, 0.238, 0.24, 0.245])}
+    hw = {1: r(1, [0.353, 0.36, 0.370, 0.38, 0.444]), 8: r(8, [0.232, 0.236, 0.238, 0.241, 0.244])}
+    for k in (1, 8):
+        gp[k]["efficiency"] = gp[1]["step_s"] / gp[k]["step_s"] / (2 * k / (k + 1))
+        hw[k]["efficiency"] = hw[1]["step_s"] / hw[k]["step_s"] / (2 * k / (k + 1))
+    line = _largest_gap_line(gp, hw, [1, 8], [])
+    assert "m = 8" in line and "the rounds do not set the two steps apart" in line
+    assert "each efficiency divides by its own m = 1 step, and those differ (library 311 ms, hand-written 370 ms)" in line
+    assert "the steps themselves differed at m = 1" in line
+    assert "by their medians only" not in line
+    # the notebook's read 21: the m = 1 baselines differ by their medians but their rounds overlap
+    hw[1] = r(1, [0.30, 0.305, 0.33, 0.34, 0.36])
+    for k in (1, 8):
+        hw[k]["efficiency"] = hw[1]["step_s"] / hw[k]["step_s"] / (2 * k / (k + 1))
+    line = _largest_gap_line(gp, hw, [1, 8], [])
+    assert ("those differ by their medians only (library 311 ms, hand-written 330 ms; their rounds do not set them apart "
+            "either, printed above): this run does not set the two efficiencies apart") in line
+    assert "the steps themselves differed" not in line

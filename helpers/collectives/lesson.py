@@ -91,7 +91,7 @@ def readme_figures(results: dict) -> str:
     small = max((r["ring_s"] / r["ring_model_s"] for r in c["sizes"] if r["bytes"] < 4 * 2**20), default=1.0)
     return (f"{c['world_size']} ranks: all_reduce α = {c['alpha_s'] * 1e6:.0f} µs, 1/β = {1e-9 / c['beta_s_per_byte']:.2f} "
             f"GB/s; at {big['bytes'] / 2**20:.0f} MiB busbw {big['library_busbw_gbs']:.2f} GB/s, hand-written ring "
-            f"{big['ring_busbw_gbs']:.2f} GB/s (≥ {c['ring_vs_library_busbw']:.2f} of it from 4 MiB), ring predicted from one "
+            f"{big['ring_busbw_gbs']:.2f} GB/s (≥ {c['ring_vs_library_busbw']:.3f} of it from 4 MiB), ring predicted from one "
             f"step to within {c['ring_prediction_error']:.0%} from 4 MiB (up to ×{small:.1f} the prediction below); "
             f"DDP from hooks+buckets+overlap {d['step_time_ratio']:.2f}× DDP's step time, parameters equal to "
             f"{d['max_abs_diff']:.0e}")

@@ -95,9 +95,15 @@ def sweep_summary(sweep: dict) -> list[str]:
         lines.append(f"  ×{grow[1]:.1f} is above even β alone (×16): the time per byte also grew with the size here, which "
                      "one α–β line with α ≥ 0 cannot give")
     if flat and steep:
-        lines.append("  so small messages pay mostly α, large ones mostly β"
-                     + (f"; the small sizes' ×{grow[0]:.1f} < 1, a {size(small[0])} time above the {size(small[1])} one, "
-                        "is what no α–β line gives, so their verdict rests on that odd time" if grow[0] < 1 else ""))
+        odd = ""
+        if grow[0] < 1:   # a falling time: does the verdict hold without the smallest size (the next 16× pair)?
+            alt = t[b[3]] / t[b[1]] if len(b) > 4 else None
+            odd = (f"; the small sizes' ×{grow[0]:.1f} < 1, a {size(small[0])} time above the {size(small[1])} one, "
+                   "is what no α–β line gives"
+                   + (f"; from {size(b[1])} to {size(b[3])}, also 16× the bytes, ×{alt:.2f}, so the verdict does not "
+                      "rest on that odd time" if alt is not None and 0.7 <= alt <= 2 else
+                      ", so their verdict rests on that odd time"))
+        lines.append("  so small messages pay mostly α, large ones mostly β" + odd)
     elif not flat:
         lines.append(f"  small sizes do not fit the α–β model here: ×{grow[0]:.1f} is outside the ×0.7–2 that α alone "
                      "would give, so this run does not show where α dominates")

@@ -43,8 +43,8 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
     above the bound, the sentence says so; below 1×, that the shortfall is not explained (as with
     ``slower``); "below" the bound only from 1× up and more than ``margin`` below it.
     ``where``: whose one-thread pass the times are (a CPU pass, like the threads it is set beside).
-    ``rounds``: the round-by-round ratios; where one lies above the bound while the median does not, the
-    sentence says so and places the threads nowhere against the bound (the rounds spread too far).
+    ``rounds``: the round-by-round ratios; where one lies above the bound while the median does not, or one at
+    or below it while the median is above, the sentence says so and places the threads nowhere against the bound.
     ``step_seconds``: the threaded step's parts timed in turns with that pass (``time_four_steps``); with
     them the sentence says whether the backward kept its one-thread time there (within ``margin``: the
     bound's premise), and what two threads gained on the forward itself. Where the premise failed, the
@@ -52,9 +52,10 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
     """
     share = one_worker_seconds["backward"] / (one_worker_seconds["forward"] + one_worker_seconds["backward"])
     cap = amdahl_cap(share)
-    above = measured is not None and measured > cap
+    under = [r for r in (rounds or []) if r <= cap] if measured is not None and measured > cap else []
+    above = measured is not None and measured > cap and not under  # every round above it, not the median alone
     short = measured is not None and measured < 1 and not slower  # below 1× without an every-round verdict
-    over = [r for r in (rounds or []) if r > cap] if not above else []
+    over = [r for r in (rounds or []) if r > cap] if not (above or under) else []
     premise = _premise(one_worker_seconds, step_seconds, cap, margin, where) if step_seconds else ("", True)
     below = measured is not None and not slower and not short and measured < cap - margin and not over and premise[1]
     return (f"Amdahl's law: with the backward ({share:.1%} of {where} one-thread forward+backward pass, not of the two-thread step) left on one thread, "
@@ -73,6 +74,10 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
             + (f". {len(over)} of the {len(rounds or [])} rounds ({', '.join(f'{r:.3f}×' for r in over)}) "
                f"{'lies' if len(over) == 1 else 'lie'} above that bound ({cap:.3f}×): the rounds spread wider than the "
                "distance from 1× to the bound, so this run does not place the forward-only threads against it" if over else "")
+            + (f". The forward-only threads' median here, {measured:.2f}×, is above that bound ({cap:.3f}×), but "
+               f"{len(under)} of the {len(rounds or [])} rounds ({', '.join(f'{r:.3f}×' for r in under)}) "
+               f"{'lies' if len(under) == 1 else 'lie'} at or below it: this run does not place the forward-only "
+               "threads against it" if under else "")
             + "." + premise[0])
 
 

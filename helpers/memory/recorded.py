@@ -19,8 +19,9 @@ def _run_parts(folder: Path) -> tuple[str, str, str]:
     """(GPU, torch version then, "as in this run" / "not this run's …") from the run's own log."""
     import torch
 
-    log = (folder / "notebooks.log").read_text().splitlines()[0]  # "GPU run: torch …, 1 × NVIDIA …"
-    torch_part, _, gpu = log.removeprefix("GPU run: ").partition(", ")
+    log = (folder / "notebooks.log").read_text().splitlines()[0]  # "GPU run: torch …, 1 × NVIDIA …[, Python …]"
+    torch_part, _, rest = log.removeprefix("GPU run: ").partition(", ")
+    gpu = rest.split(", Python ")[0]
     then = torch_part.removeprefix("torch ")
     return gpu or "a GPU", then, "as in this run" if then == torch.__version__ else f"not this run's {torch.__version__}"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import statistics
 
-__all__ = ["beyond_bound_lines", "stage_costs", "compute_ms", "head_share", "stage_bound", "bound_step", "pieces_step",
-           "against_bound", "backward_products", "forward_products", "stage_cost_lines", "backward_wait_line"]
+__all__ = ["beyond_bound_lines", "stage_costs", "compute_ms", "head_share", "stage_bound", "bound_step", "against_bound",
+           "backward_products", "forward_products", "stage_cost_lines", "backward_wait_line", "shown_round_line"]
 
 
 def _slowdown(row: dict, base: dict) -> float:
@@ -119,22 +119,29 @@ def stage_costs(base: dict) -> list[tuple[float, float]]:
     return [(statistics.median(_compute(base, s, "F")), statistics.median(_compute(base, s, "B"))) for s in (0, 1)]
 
 
+def shown_round_line(base: dict) -> str:
+    """m = 1's stages in the round the timelines show and by the medians over the rounds, and whether the two order the
+    stages alike: one round can reverse the order the medians give (01's read 21)."""
+    from .instruments import busy_share
+
+    shown = [busy_share(base["events"], s) for s in (0, 1)]
+    med = [sum(c) / base["step_s"] for c in stage_costs(base)]
+    line = (f"m = 1, in the shown round (the timelines'): from the first computation to the last, stage 0 computed "
+            f"{shown[0]:.0%} of the time, stage 1 {shown[1]:.0%}, never both at once;\n  by the medians over the rounds "
+            f"(the parts in section 3's table): stage 0 computed {med[0]:.0%} of the median step, stage 1 {med[1]:.0%}")
+    if (shown[0] > shown[1]) != (med[0] > med[1]):
+        line += ("; the shown round orders the two stages the other way round: here one round's variation is as large "
+                 "as the difference between the stages")
+    return line
+
+
 def bound_step(base: dict, m: int) -> float:
     """The shortest GPipe step for two stages of the measured costs ``stage_costs(base)``, messages and the step's
-    other parts free: per phase, the slower stage's whole work plus one micro-batch of the other's (01)."""
-    (f0, b0), (f1, b1) = stage_costs(base)
-    return max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m
+    other parts free: per phase, the slower stage's whole work plus one micro-batch of the other's (01).
 
-
-def pieces_step(row: dict) -> float:
-    """The bound's formula (``bound_step``) applied to this row's own pieces: each stage's summed forwards and
-    backwards as they took inside this step (medians of its rounds), pipelined over its m micro-batches (01).
-
-    Less ``bound_step(base, m)``, it is what the pieces' own costs, stage by stage and phase by phase, add to the
-    bound's step: a stage whose pieces got slower counts only as far as it sets the pace of its phase.
+    Given a row of m micro-batches as ``base``, its own pieces' costs: the step that model gives with them.
     """
-    m = row["microbatches"]
-    (f0, b0), (f1, b1) = stage_costs(row)
+    (f0, b0), (f1, b1) = stage_costs(base)
     return max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m
 
 

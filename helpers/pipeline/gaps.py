@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import statistics
 
-from .bounds import _compute, _slowdown, bound_step, compute_ms, pieces_step, stage_costs
+from .bounds import _compute, _slowdown, bound_step, compute_ms, stage_costs
 from .instruments import ideal_speedup
 
 __all__ = ["gap_lines"]
@@ -17,7 +17,7 @@ def gap_lines(rows: list[dict]) -> str:
     that compute ÷ 2m/(m + 1). The bound pipelines the compute only: the m = 1 step's time outside
     it (zero_grad, the SGD update, its two messages, waiting) is not in it. Pieces inside the step:
     the bound's formula applied to each stage's forwards and backwards as they took inside this step
-    (``pieces_step``), less the bound's step, negative where the pieces were cheaper: a stage's pieces
+    (``bound_step`` of this row), less the bound's step, negative where the pieces were cheaper: a stage's pieces
     count only as far as they set their phase's pace (with all four ratios equal to k, bound × (k − 1);
     ``_slowdown``'s k, all four together, is printed beside the four ratios). Messages, each at its
     size's fastest round timed alone (``message_lines`` says why not the median): two of them lie on
@@ -35,18 +35,21 @@ def gap_lines(rows: list[dict]) -> str:
     base = rows[0]
     c1 = sum(f + b for f, b in stage_costs(base))
     step1, c1_ms = round(1e3 * base["step_s"], 1), compute_ms(base)
-    other_ms = round(step1 - c1_ms, 1)   # printed: the step less its compute, both to 0.1 ms
+    # round by round, the step less that round's compute (at m = 1 the stages never compute at once), then the median:
+    # not the median step less the parts' medians, taken over the rounds apart (01's read 20: 56 ms against ~10)
+    per_round = [1e3 * (t - c) for t, c in zip(base["step_rounds"], _compute(base))]
+    other_ms = round(statistics.median(per_round), 1)
     msg1 = 2 * min(base["message_s"]) if "message_s" in base else None
     msg1_ms = round(1e3 * msg1, 1) if msg1 is not None else 0.0
     raw_ms = round(other_ms - msg1_ms, 1)   # of the printed figures: other_ms is printed below
-    outside_ms = max(0.0, raw_ms)   # below zero it is no duration: the medians, taken apart, do not resolve it
+    outside_ms = max(0.0, raw_ms)   # below zero it is no duration: the messages cost less inside the step than alone
     lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
-             f"m = 1: the stages computed {c1_ms:.1f} ms of its {step1:.1f} ms step; the bound pipelines that compute only, "
-             f"so the other {other_ms:.1f} ms (the median step less the four parts' medians, each taken over the rounds "
-             "apart: zero_grad, the SGD update, its two messages, waiting, and the rounds' spread) are not in it"
+             f"m = 1: the stages computed {c1_ms:.1f} ms of its {step1:.1f} ms step (medians of their rounds); the "
+             f"bound pipelines that compute only; round by round the step less its compute took {min(per_round):.1f} to "
+             f"{max(per_round):.1f} ms, median {other_ms:.1f} ms (zero_grad, the SGD update, its two messages, waiting), "
+             "not in the bound"
              + (f" (its two messages alone took {round(1e3 * msg1, 1):.1f} ms at their fastest, more than those "
-                f"{other_ms:.1f} ms: the step and each part of its compute are medians of {len(base['step_rounds'])} "
-                "rounds, taken apart, and a message inside the step need not cost what it cost alone)"
+                f"{other_ms:.1f} ms: a message inside the step need not cost what it cost alone)"
                 if msg1 is not None and round(1e3 * msg1, 1) > other_ms else "")]
     residuals = []   # (m, gap less the estimates at most, at least, the same less the outside term)
     for r in rows[1:]:
@@ -67,7 +70,7 @@ def gap_lines(rows: list[dict]) -> str:
         if gap <= 0:
             lines.append("        at or below the bound with these stages' costs: no gap to explain")
             continue
-        pieces = pieces_step(r) - ideal_step   # each stage's own pieces through the bound's formula; signed
+        pieces = bound_step(r, m) - ideal_step   # the bound's formula on this step's own pieces, stage by stage; signed
         outside_of = "(those other ms less its two messages)" if msg1 is not None else "(those other ms, messages included)"
         p_ms, o_ms = round(1e3 * pieces, 1), round(outside_ms, 1)   # sums below are of the printed values
         said = (f"        estimates in ms (not shares of the gap): the pieces, each stage's as they took, through "
@@ -75,7 +78,7 @@ def gap_lines(rows: list[dict]) -> str:
                 + (f"the step's parts outside its compute, if they took m = 1's {outside_of}: {o_ms:+.1f}\n        "
                    if raw_ms >= 0 else f"the step's parts outside its compute: not estimated, counted +0.0 (m = 1's other "
                    f"{other_ms:.1f} ms" + (f" less its two messages' {msg1_ms:.1f} ms" if msg1 is not None else "")
-                   + f" is {raw_ms:+.1f}, below zero: medians taken apart)\n        "))
+                   + f" is {raw_ms:+.1f}, below zero: the messages cost less inside the step than alone)\n        "))
         if "message_s" in r:   # each size's fastest round (message_lines)
             one = min(r["message_s"])
             two, all_ = round(2e3 * one, 1), round(2e3 * m * one, 1)

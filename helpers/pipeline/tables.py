@@ -33,8 +33,9 @@ def gpipe_table(rows: list[dict]) -> str:
                  "speedup ÷ ideal" + ("; bound (these stages) = the best speedup of m = 1's compute with the two stages' "
                                       f"measured costs (a ratio of compute times, the speedup one of whole steps); against it = the bound's step (compute alone: m = 1's compute, "
                                       f"{compute_ms(rows[0]):.1f} ms of its {1e3 * rows[0]['step_s']:.1f} ms step, ÷ bound) ÷ "
-                                      "the measured step, at m = 1 the share of its step the compute took (above 1 where the sum of the four parts' "
-                                      "medians, taken apart, exceeds the median step)" if staged else "")
+                                      "the measured step; at m = 1 the four parts' medians over the median step, a ratio of medians each "
+                                      "taken over the rounds apart, not one round's share (above 1 where that sum exceeds the median "
+                                      "step)" if staged else "")
                  + "; bubble (model) = (p − 1)/(m + p − 1), each stage's idle share in GPipe's model")
     over = [r["microbatches"] for r in rows[1:] if round(r["efficiency"], 2) > 1]
     if over:
@@ -186,7 +187,18 @@ def _largest_gap_line(gp: dict, hand_by_m: dict, both: list[int], lib: list[dict
             + (f"; the library's 1F1B took {1e3 * one['step_s']:.0f} ms at that m" if one else ""))
     line += f"\n  (each efficiency is over its own m = 1; the rounds compare the two m = {m} steps)"
     if v == "unclear":
-        return line + ": the rounds do not set the two steps apart"
+        b_lib, b_hw = gp[min(both)], hand_by_m[min(both)]
+        apart = [k for k in both if not rounds_side(gp[k]["step_rounds"], hand_by_m[k]["step_rounds"])[0]
+                 .startswith(("unclear", "mostly"))]
+        base_ms = round(1e3 * b_lib["step_s"]), round(1e3 * b_hw["step_s"])
+        only = min(both) not in apart   # 01's read 21: baselines apart by their medians only are no difference
+        return line + (": the rounds do not set the two steps apart"
+                       + (f"; each efficiency divides by its own m = {min(both)} step, and those differ{' by their medians only' * only} "
+                          f"(library {base_ms[0]} ms, hand-written {base_ms[1]} ms" + ("; their rounds do not set them apart "
+                          "either, printed above): this run does not set the two efficiencies apart" if only else ")")
+                          if base_ms[0] != base_ms[1] else "")
+                       + (f"; by the rounds the steps themselves differed at m = {', '.join(map(str, apart))} (printed "
+                          "above)" if apart else ""))
     if v.startswith("mostly"):
         return line + (f": the library {v} by the pairs of rounds ({why}: a weak call), not set apart; this run, which "
                        "times the library's steps only whole, leaves the cause unexplained")

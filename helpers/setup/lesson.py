@@ -198,7 +198,7 @@ def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float 
     Mann–Whitney p-value of a complete separation, printed. Each count's median is printed, and every run slower
     than ``outlier`` times its count's median is named. With ``wait_policy`` (the OMP_WAIT_POLICY the runs had), the
     verdict says it holds for that policy and names more than one thread's unmeasured costs (the slowest thread of each
-    parallel region; under PASSIVE, waking). First k >= 2 runs each slower than all later ones: named, with 1/C(n, k)."""
+    parallel region; under PASSIVE, waking). First k runs each slower than all later ones (2 <= k <= n-2): with 1/C(n, k)."""
     import math
     import statistics
 
@@ -209,7 +209,7 @@ def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float 
                       + f" (median {statistics.median(ss):.3f})" for n, ss in by.items())
     for n, ss in by.items():   # a trend in time: the first k >= 2 runs each slower than every later one (k largest)
         k = max((k for k in range(2, len(ss) - 1) if min(ss[:k]) > max(ss[k:])), default=0)
-        if k:   # k = 1 (first run slowest) happens by chance 1 time in len(ss): not printed
+        if k:   # k = 1 (first run slowest) and k = n - 1 (last run fastest) happen by chance 1 time in n: not printed
             shown += (f"\nthe first {k} run(s) of {n} thread(s) were each slower than all {len(ss) - k} later ones "
                       f"(a trend in time, such as warm-up or drift, would do this; so would chance, 1 time in "
                       f"{math.comb(len(ss), k)} for the first {k} of {len(ss)} if the runs are exchangeable)")

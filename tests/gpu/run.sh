@@ -3,7 +3,7 @@
 # numbers differ from the CPU run committed), then the GPU-only unit tests (pytest -m gpu).
 #
 # Needs: an NVIDIA GPU with its driver, and the course installed (pip install -r requirements.txt).
-# Takes about 5 minutes on one H100; a multi-GPU machine also runs the 2-GPU paths (nccl,
+# Took 8 minutes on one H100 (tests/gpu/recorded/2026-11-27-h100: notebooks 426 s without 04, tests 68 s); a multi-GPU machine also runs the 2-GPU paths (nccl,
 # DataParallel's primitives, SyncBatchNorm, the pipeline on two GPUs).
 #
 #   tests/gpu/run.sh                     # every notebook, then the GPU tests
