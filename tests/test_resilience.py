@@ -27,3 +27,54 @@ def test_a_dcp_checkpoint_saved_by_two_ranks_loads_on_one_and_on_four(tmp_path):
         out = launch(dcp_train_worker, n, args=(path, 3, 3, False), verbose=False, timeout=120)
         assert max_abs_diff(out[0]["params"], ref) < 1e-6, n
     assert not _children()
+
+
+def test_torchrun_restarts_a_killed_worker_and_the_run_resumes_from_its_checkpoint(tmp_path):
+    """SIGKILL to rank 1 mid-epoch 1: torchrun (--max-restarts=1) restarts both workers, which resume at epoch 1 from
+    the checkpoint saved after epoch 0; the final parameters equal an uninterrupted run's."""
+    import signal
+
+    from helpers.launching.torchrun import run_torchrun
+    from helpers.resilience.instruments import kill_when
+
+    def run(name: str, kill: bool) -> tuple[str, list]:
+        folder = tmp_path / name
+        folder.mkdir()
+        killer = kill_when(str(folder), rank=1, epoch=1, sig=signal.SIGKILL, delay=0.05) if kill else None
+        out = run_torchrun(2, script_args=("--epochs", "2", "--checkpoint", str(folder / "ck.pt"), "--out",
+                                           str(folder / "params.pt"), "--announce-dir", str(folder)),
+                           module="helpers.resilience.script", agent_args=("--max-restarts=1",), timeout=180)
+        if killer:
+            killer["thread"].join(5)
+            assert "pid" in killer, killer
+        return out, torch.load(folder / "params.pt", weights_only=True)
+
+    whole, p_whole = run("whole", kill=False)
+    killed, p_killed = run("killed", kill=True)
+    assert "restart 0: trained epochs [0, 1]" in whole
+    assert "restart 1: trained epochs [1]" in killed, killed[-3000:]   # resumed at epoch 1, after the restart
+    assert all(torch.equal(a, b) for a, b in zip(p_whole, p_killed))
+    assert not _children()
+
+
+def test_sigterm_saves_and_exits_and_a_new_launch_resumes(tmp_path):
+    """SIGTERM to rank 0 during epoch 0 (a scheduler's warning): the ranks finish the epoch, save and exit 0; a new
+    launch resumes at epoch 1 and ends equal to an uninterrupted run."""
+    import signal
+
+    from helpers.launching.torchrun import run_torchrun
+    from helpers.resilience.instruments import kill_when
+
+    folder = tmp_path / "pre"
+    folder.mkdir()
+    args = ("--epochs", "2", "--checkpoint", str(folder / "ck.pt"), "--out", str(folder / "params.pt"),
+            "--announce-dir", str(folder))
+    killer = kill_when(str(folder), rank=0, epoch=0, sig=signal.SIGTERM, delay=0.05)
+    first = run_torchrun(2, script_args=args, module="helpers.resilience.script", timeout=180)
+    killer["thread"].join(5)
+    assert "trained epochs [0]; stopped on SIGTERM after saving" in first, first[-3000:]
+    second = run_torchrun(2, script_args=args, module="helpers.resilience.script", timeout=180)
+    assert "trained epochs [1]" in second
+    whole = launch(resumable_worker, 2, args=(2, str(tmp_path / "w.pt")), verbose=False, timeout=120)
+    assert all(torch.equal(a, b) for a, b in zip(whole[0]["params"], torch.load(folder / "params.pt", weights_only=True)))
+    assert not _children()
