@@ -147,7 +147,10 @@ def test_a_small_size_verdict_drawn_from_a_falling_time_says_so():
     text = "\n".join(sweep_summary(_sweep(0.8)))
     assert "pay mostly α" in text and "from 4 KiB to 64 KiB, also 16× the bytes, ×1.00, so the verdict does not rest" in text
     sweep = _sweep(0.8)
-    sweep["sizes"][3]["library_s"] = 0.5e-4      # 64 KiB at half the 4 KiB time: that pair is not flat either
+    sweep["sizes"][3]["library_s"] = 0.5e-4      # 64 KiB at half the 4 KiB time: that pair falls too, it does not grow
+    text = "\n".join(sweep_summary(sweep))
+    assert "×0.50 (falling too: noise at these sizes), so the verdict does not rest on that odd time" in text
+    sweep["sizes"][3]["library_s"] = 2.5e-4      # 4 → 64 KiB grows ×2.5: only the odd pair keeps the times flat
     text = "\n".join(sweep_summary(sweep))
     assert "pay mostly α" in text and "so their verdict rests on that odd time" in text and "does not rest" not in text
     assert "odd time" not in "\n".join(sweep_summary(_sweep(1.1)))

@@ -224,3 +224,19 @@ def test_the_shown_rounds_shares_stand_beside_the_medians_and_a_reversed_order_i
     assert "orders the two stages the other way round" in line
     base["events"] = [(0, "F", 0, 0.0, 0.06), (1, "F", 0, 0.06, 0.13), (1, "B", 0, 0.13, 0.26), (0, "B", 0, 0.26, 0.36)]
     assert "other way round" not in P.shown_round_line(base)
+
+
+def test_the_bound_round_by_round_stands_beside_the_parts_medians_and_a_verdict_that_flips_is_said():
+    # 01's read 22: four medians taken apart sum below the median of the rounds' sums, and m = 2's verdict hung on it
+    rounds = [(0.10, 0.10, 0.10, 0.10), (0.10, 0.10, 0.13, 0.13), (0.13, 0.13, 0.10, 0.10), (0.10, 0.13, 0.10, 0.13),
+              (0.13, 0.10, 0.13, 0.10)]   # (f0, b0, f1, b1): each part's median 0.10, the rounds' sums' median 0.46
+
+    def row(m, step):
+        return {"microbatches": m, "step_s": step,
+                "compute_rounds": [[{"F": r[2 * s], "B": r[2 * s + 1]} for r in rounds] for s in (0, 1)]}
+    text = P.round_bound_lines([row(1, 0.47), row(2, 0.32)])
+    assert "460.0 ms, the median of the rounds' sums, against 400.0 ms, the sum of the four parts' medians" in text
+    assert "m = 2: 345 ms (1.08 of the step)" in text        # the per-round bounds 300, 360, 360, 345, 345 ms
+    assert text.endswith("m = 2 round by round, no m > 1 by the parts' medians: this verdict depends on how m = 1's "
+                         "compute is estimated")                # the parts' bound: 300 ms, 0.94 of the step
+    assert P.round_bound_lines([row(1, 0.47), row(2, 0.40)]).endswith("either way no m > 1 above the bound (1.00 as printed)")

@@ -102,3 +102,10 @@ def test_worst_miss_is_picked_beyond_the_spread_and_noise_said_only_of_rows_with
     inside = [dict(r, step_spread_s=0.5) for r in rows]
     assert worst_miss(inside)[1]["strategy"] == "fsdp2" and under_said(inside, 2) == ""
     assert within_said(rows[:1]) == ""
+
+
+def test_deepspeeds_flat_buffer_is_padded_to_twice_the_ranks():
+    # stage_1_and_2.py: nccl_start_alignment_factor = 2 ("4-byte alignment/sizeof(fp16)") times the ranks (09's read 22)
+    from helpers.sharding import largest_share
+    assert largest_share([(5,)], 2, "flat") == 4     # padded to 8, not to 6
+    assert largest_share([(8,)], 2, "flat") == 4 and largest_share([(3, 3)], 4, "flat") == 4   # 9 → 16 over 4 ranks

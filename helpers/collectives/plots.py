@@ -100,8 +100,9 @@ def sweep_summary(sweep: dict) -> list[str]:
             alt = t[b[3]] / t[b[1]] if len(b) > 4 else None
             odd = (f"; the small sizes' ×{grow[0]:.1f} < 1, a {size(small[0])} time above the {size(small[1])} one, "
                    "is what no α–β line gives"
-                   + (f"; from {size(b[1])} to {size(b[3])}, also 16× the bytes, ×{alt:.2f}, so the verdict does not "
-                      "rest on that odd time" if alt is not None and 0.7 <= alt <= 2 else
+                   + (f"; from {size(b[1])} to {size(b[3])}, also 16× the bytes, ×{alt:.2f}"
+                      + (" (falling too: noise at these sizes)" if alt < 0.7 else "")
+                      + ", so the verdict does not rest on that odd time" if alt is not None and alt <= 2 else
                       ", so their verdict rests on that odd time"))
         lines.append("  so small messages pay mostly α, large ones mostly β" + odd)
     elif not flat:

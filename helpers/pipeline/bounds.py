@@ -8,7 +8,8 @@ from __future__ import annotations
 import statistics
 
 __all__ = ["beyond_bound_lines", "stage_costs", "compute_ms", "head_share", "stage_bound", "bound_step", "against_bound",
-           "backward_products", "forward_products", "stage_cost_lines", "backward_wait_line", "shown_round_line"]
+           "backward_products", "forward_products", "stage_cost_lines", "backward_wait_line", "shown_round_line",
+           "round_bound_lines"]
 
 
 def _slowdown(row: dict, base: dict) -> float:
@@ -133,6 +134,26 @@ def shown_round_line(base: dict) -> str:
         line += ("; the shown round orders the two stages the other way round: here one round's variation is as large "
                  "as the difference between the stages")
     return line
+
+
+def round_bound_lines(rows: list[dict]) -> str:
+    """The bound with m = 1's compute taken round by round (each round's four parts through the bound's formula, then
+    the median) beside the bound of the parts' medians, and which m each puts above it (01's read 22)."""
+    base, per = rows[0], list(zip(*(_compute(rows[0], s, k) for s in (0, 1) for k in "FB")))   # (f0, b0, f1, b1)
+    def step(m: int) -> float:
+        return statistics.median(max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m for f0, b0, f1, b1 in per)
+    tight = [r for r in rows[1:] if "compute_rounds" in r]
+    above = {"parts": [r["microbatches"] for r in tight if round(against_bound(base, r), 2) > 1],
+             "rounds": [r["microbatches"] for r in tight if round(step(r["microbatches"]) / r["step_s"], 2) > 1]}
+    said = {k: "m = " + ", ".join(map(str, v)) if v else "no m > 1" for k, v in above.items()}
+    line = (f"m = 1's compute two ways: {1e3 * step(1):.1f} ms, the median of the rounds' sums, against "
+            f"{1e3 * bound_step(base, 1):.1f} ms, the sum of the four parts' medians (the bound above); round by round, "
+            "the bound's steps: " + ", ".join(f"m = {r['microbatches']}: {1e3 * step(r['microbatches']):.0f} ms "
+                                               f"({step(r['microbatches']) / r['step_s']:.2f} of the step)" for r in tight))
+    if above["parts"] == above["rounds"]:
+        return line + f"\n  either way {said['parts']} above the bound (1.00 as printed)"
+    return line + (f"\n  above the bound (1.00 as printed): {said['rounds']} round by round, {said['parts']} by the parts' "
+                   "medians: this verdict depends on how m = 1's compute is estimated")
 
 
 def bound_step(base: dict, m: int) -> float:
