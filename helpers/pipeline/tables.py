@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import statistics
 
-from .bounds import _compute, _slowdown, against_bound, compute_ms, compute_s, stage_bound, stage_costs
+from .bounds import _compute, _slowdown, against_bound, compute_ms, compute_s, stage_bound
 from .instruments import bubble_fraction
 from .rounds import against_naive, rounds_side
 
@@ -28,7 +28,6 @@ def gpipe_table(rows: list[dict]) -> str:
             b = stage_bound(rows[0], r["microbatches"])
             line += f" {b:>19.2f}× {against_bound(rows[0], r):>10.2f}"
         lines.append(line + f" {bubble_fraction(r['microbatches']):>14.2f}")
-    c1 = compute_s(rows[0]) if staged else None
     lines.append("key: speedup = the m = 1 median step ÷ this m's; ideal (equal stages) = 2m/(m + 1); efficiency = "
                  "speedup ÷ ideal" + ("; bound (these stages) = the best speedup of m = 1's compute with the two stages' "
                                       f"measured costs (a ratio of compute times, the speedup one of whole steps); against it = the bound's step (compute alone: m = 1's compute, "
