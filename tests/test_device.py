@@ -120,8 +120,15 @@ def test_gputil_that_cannot_be_imported_is_reported_apart_from_no_gpus(monkeypat
 
 def test_gputil_that_imports_reports_its_count(monkeypatch):
     pytest.importorskip("GPUtil")
-    monkeypatch.setattr(hd, "gputil_gpus", lambda: [])
+    import GPUtil
+
+    monkeypatch.setattr(GPUtil, "getGPUs", lambda: [])
     assert hd.gputil_answer() == "0 GPU(s)"
+
+    def no_driver():   # nvidia-smi prints an error line where GPUtil expects numbers
+        return int("NVIDIA-SMI has failed")
+    monkeypatch.setattr(GPUtil, "getGPUs", no_driver)
+    assert hd.gputil_gpus() == [] and hd.gputil_answer() == "raised ValueError (the table counts that as no GPU)"
 
 
 def test_usable_cpus_follow_the_affinity_not_the_machine(monkeypatch):

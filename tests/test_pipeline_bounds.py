@@ -224,3 +224,17 @@ def test_the_shown_rounds_shares_stand_beside_the_medians_and_a_reversed_order_i
     assert "orders the two stages the other way round" in line
     base["events"] = [(0, "F", 0, 0.0, 0.06), (1, "F", 0, 0.06, 0.13), (1, "B", 0, 0.13, 0.26), (0, "B", 0, 0.26, 0.36)]
     assert "other way round" not in P.shown_round_line(base)
+
+
+def test_the_bound_takes_m1s_compute_round_by_round_not_the_parts_medians_apart():
+    # 01's reads 22-24: four medians taken apart summed 19 ms below the rounds' sums, and the bound and the time outside
+    # the compute then rested on two estimates of one quantity
+    rounds = [(0.10, 0.10, 0.10, 0.10), (0.10, 0.10, 0.13, 0.13), (0.13, 0.13, 0.10, 0.10), (0.10, 0.13, 0.10, 0.13),
+              (0.13, 0.10, 0.13, 0.10)]   # (f0, b0, f1, b1): each part's median 0.10, the rounds' sums' median 0.46
+    base = {"microbatches": 1, "step_s": 0.47,
+            "compute_rounds": [[{"F": r[2 * s], "B": r[2 * s + 1]} for r in rounds] for s in (0, 1)]}
+    assert P.compute_s(base) == pytest.approx(0.46) and P.compute_ms(base) == 460.0
+    assert P.bound_step(base, 1) == pytest.approx(0.46)                 # the median of the rounds' sums
+    assert P.bound_step(base, 2) == pytest.approx(0.345)                # per round 0.30, 0.36, 0.36, 0.345, 0.345
+    assert P.stage_bound(base, 2) == pytest.approx(0.46 / 0.345)
+

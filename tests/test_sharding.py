@@ -218,7 +218,7 @@ def test_deepspeed_zero3_splits_each_tensor_apart():
     z3 = memory_per_rank(shapes, 4, "zero3", "deepspeed")
     assert z3["params"] == 2 * (2 + 2)                   # ceil(5/4) + ceil(7/4): each tensor padded and split
     assert z3["optim"] == 12 * (2 + 2)
-    assert memory_per_rank(shapes, 4, "zero2", "deepspeed")["optim"] == 12 * 3   # ZeRO-1/2: one flat buffer, ceil(12/4)
+    assert memory_per_rank(shapes, 4, "zero2", "deepspeed")["optim"] == 12 * 4   # ZeRO-1/2: one flat buffer, 12 → 16 (2N)
 
 
 def test_every_strategy_is_set_up_alike_from_one_table():

@@ -39,6 +39,10 @@ def test_a_negative_own_cost_beyond_its_spread_is_said_to_exceed_the_spread_and_
     assert said.startswith("ddp -1.79 ms (spread ±0.50 ms): below 0 by more than the spread")
     assert "understates the noise between separately timed runs" in said and "zero1" not in said and "fsdp2" not in said
     assert beyond_spread({"ddp": (-0.4e-3, 1e-3), "fsdp2": (21e-3, 1e-3)}) == ""   # within the spread, or a real cost
+    # 09's read 24: zero1 (DDP + ZeroRedundancyOptimizer) below 0 while ddp, the same wrapper, cost +6.46 ms
+    said = beyond_spread({"ddp": (6.46e-3, 0.4e-3), "zero1": (-1.31e-3, 0.85e-3)})
+    assert said.startswith("zero1 -1.31 ms (spread ±0.85 ms)") and "took 7.77 ms less than ddp" in said
+    assert "or the wrapped step is faster" not in said
 
 
 def test_an_own_cost_within_its_spread_is_said_plainly_to_be_noise_and_overlap_is_not_said_to_only_widen_a_gap():
@@ -102,3 +106,10 @@ def test_worst_miss_is_picked_beyond_the_spread_and_noise_said_only_of_rows_with
     inside = [dict(r, step_spread_s=0.5) for r in rows]
     assert worst_miss(inside)[1]["strategy"] == "fsdp2" and under_said(inside, 2) == ""
     assert within_said(rows[:1]) == ""
+
+
+def test_deepspeeds_flat_buffer_is_padded_to_twice_the_ranks():
+    # stage_1_and_2.py: nccl_start_alignment_factor = 2 ("4-byte alignment/sizeof(fp16)") times the ranks (09's read 22)
+    from helpers.sharding import largest_share
+    assert largest_share([(5,)], 2, "flat") == 4     # padded to 8, not to 6
+    assert largest_share([(8,)], 2, "flat") == 4 and largest_share([(3, 3)], 4, "flat") == 4   # 9 → 16 over 4 ranks

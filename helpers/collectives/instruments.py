@@ -32,7 +32,8 @@ SWEEP_SIZES = tuple(4**k * 2**10 for k in range(8))  # 1 KiB, 4 KiB, … 16 MiB
 def all_to_all(outputs: list[torch.Tensor], inputs: list[torch.Tensor]) -> str:
     """``dist.all_to_all``, or the same exchange by ``isend``/``recv`` where the backend refuses it; returns which (08).
 
-    gloo gained all-to-all in https://github.com/pytorch/pytorch/pull/165435. Either way rank r's
+    gloo gained the list form, ``dist.all_to_all``, in https://github.com/pytorch/pytorch/pull/165435
+    (``all_to_all_single`` worked on gloo before). Either way rank r's
     ``outputs[j]`` ends as rank j's ``inputs[r]``.
     """
     try:

@@ -96,12 +96,13 @@ def sweep_summary(sweep: dict) -> list[str]:
                      "one α–β line with α ≥ 0 cannot give")
     if flat and steep:
         odd = ""
-        if grow[0] < 1:   # a falling time: does the verdict hold without the smallest size (the next 16× pair)?
-            alt = t[b[3]] / t[b[1]] if len(b) > 4 else None
+        if grow[0] < 1:   # a falling time: do the small sizes' times stay flat without leaning on that one pair?
+            few = [t[x] for x in b if x <= 256 * 1024]   # up to 256 KiB: 256× the smallest size's bytes
             odd = (f"; the small sizes' ×{grow[0]:.1f} < 1, a {size(small[0])} time above the {size(small[1])} one, "
                    "is what no α–β line gives"
-                   + (f"; from {size(b[1])} to {size(b[3])}, also 16× the bytes, ×{alt:.2f}, so the verdict does not "
-                      "rest on that odd time" if alt is not None and 0.7 <= alt <= 2 else
+                   + (f"; from {size(b[0])} to 256 KiB ({256 * 1024 // b[0]}× the bytes) every time lies within "
+                      f"{min(few) * 1e3:.2f}–{max(few) * 1e3:.2f} ms (×{max(few) / min(few):.2f}), so the verdict does not "
+                      "rest on that odd time" if len(few) > 2 and max(few) <= 2 * min(few) else
                       ", so their verdict rests on that odd time"))
         lines.append("  so small messages pay mostly α, large ones mostly β" + odd)
     elif not flat:
@@ -128,7 +129,7 @@ def sweep_summary(sweep: dict) -> list[str]:
     lines.append(f"bus bandwidth at {', '.join(size(r['bytes']) for r in sweep['sizes'][-3:])}: {', '.join(busbw)} GB/s")
     k, one = b[-3] // b[0], sweep["sizes"][0]
     mid = next(r for r in sweep["sizes"] if r["bytes"] == b[-3])
-    lines.append(f"{k:,} all-reduces of {size(b[0])}: {k:,} × {t[b[0]] * 1e3:.2f} ms (one, timed) = "
+    lines.append(f"{k:,} all-reduces of {size(b[0])}: {k:,} × {t[b[0]] * 1e3:.3f} ms (one, timed) = "
                  f"{k * t[b[0]] * 1e3:.0f} ms, or {k * one['library_model_s'] * 1e3:.0f} ms from the fitted line; one of "
                  f"{size(b[-3])}, the same bytes: {mid['library_model_s'] * 1e3:.1f} ms from the fitted line "
                  f"({k * one['library_model_s'] / mid['library_model_s']:.0f}× less), {t[b[-3]] * 1e3:.1f} ms timed "

@@ -91,6 +91,10 @@ def gputil_answer() -> str:
         import GPUtil  # noqa: F401
     except Exception as e:  # ModuleNotFoundError: No module named 'distutils', or GPUtil not installed
         return f"not importable ({type(e).__name__}: {e})"
+    try:
+        GPUtil.getGPUs()   # e.g. nvidia-smi present but no driver: its error line fails GPUtil's parsing
+    except Exception as e:
+        return f"raised {type(e).__name__} (the table counts that as no GPU)"
     return f"{len(gputil_gpus())} GPU(s)"
 
 

@@ -257,7 +257,8 @@ class Monitor:
                      "before starting)", why=unreachable, dir=self.wandb_dir))
 
     def log(self, metrics: dict[str, float], step: int) -> None:
-        """Log scalar metrics at ``step`` to every backend (05)."""
+        """Log scalar metrics: to TensorBoard at ``step``; to W&B with ``step`` as an ``epoch`` field (W&B's own step
+        counts its ``log`` calls) (05)."""
         if not self.active:
             return
         if self.tb is not None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import statistics
 
 __all__ = ["beyond_bound_lines", "stage_costs", "compute_ms", "head_share", "stage_bound", "bound_step", "against_bound",
-           "backward_products", "forward_products", "stage_cost_lines", "backward_wait_line", "shown_round_line"]
+           "backward_products", "forward_products", "stage_cost_lines", "backward_wait_line", "shown_round_line",
+           "compute_s"]
 
 
 def _slowdown(row: dict, base: dict) -> float:
@@ -58,7 +59,7 @@ def beyond_bound_lines(rows: list[dict]) -> str:
             continue
         (rlo, rhi) = r["step_range"]
         if tight:   # the bound's step scales with m = 1's compute: its rounds' fastest and slowest sums
-            c1, (blo, bhi) = sum(f + b for f, b in stage_costs(base)), (min(_compute(base)), max(_compute(base)))
+            c1, (blo, bhi) = compute_s(base), (min(_compute(base)), max(_compute(base)))
             lo, hi = bound_step(base, m) * blo / c1 / rhi, bound_step(base, m) * bhi / c1 / rlo
         else:
             (blo, bhi) = base["step_range"]
@@ -107,11 +108,18 @@ def beyond_bound_lines(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def compute_s(base: dict) -> float:
+    """m = 1's compute: each round's summed forwards and backwards of both stages, then the median over the rounds (01).
+
+    Taken round by round, as the step's time outside it is (``gap_lines``): the four parts' medians, each taken over
+    the rounds apart, sum to less where the parts' slow rounds differ (01's reads 20-24).
+    """
+    return statistics.median(_compute(base))
+
+
 def compute_ms(base: dict) -> float:
-    """m = 1's compute as printed: the four parts' medians (``stage_costs``) each rounded to 0.1 ms, summed, so that
-    it equals the sum of the per-stage figures ``stage_cost_lines`` prints (01). Tenths, not whole ms: four parts
-    rounded up by up to 0.5 ms each could print a compute as long as a step it takes 0.97 of."""
-    return round(sum(round(1e3 * t, 1) for c in stage_costs(base) for t in c), 1)
+    """:func:`compute_s` in ms to 0.1 ms, as printed (01)."""
+    return round(1e3 * compute_s(base), 1)
 
 
 def stage_costs(base: dict) -> list[tuple[float, float]]:
@@ -136,13 +144,14 @@ def shown_round_line(base: dict) -> str:
 
 
 def bound_step(base: dict, m: int) -> float:
-    """The shortest GPipe step for two stages of the measured costs ``stage_costs(base)``, messages and the step's
-    other parts free: per phase, the slower stage's whole work plus one micro-batch of the other's (01).
+    """The shortest GPipe step for two stages of the measured costs, messages and the step's other parts free: per
+    phase, the slower stage's whole work plus one micro-batch of the other's; taken round by round with that round's
+    four parts, then the median over the rounds (01).
 
     Given a row of m micro-batches as ``base``, its own pieces' costs: the step that model gives with them.
     """
-    (f0, b0), (f1, b1) = stage_costs(base)
-    return max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m
+    parts = zip(*(_compute(base, s, k) for s in (0, 1) for k in "FB"))   # per round: (f0, b0, f1, b1)
+    return statistics.median(max(f0, f1) + min(f0, f1) / m + max(b0, b1) + min(b0, b1) / m for f0, b0, f1, b1 in parts)
 
 
 def against_bound(base: dict, row: dict) -> float:
@@ -162,8 +171,7 @@ def stage_bound(base: dict, m: int) -> float:
     equal cost give GPipe's ideal 2m/(m + 1); unequal ones give less. A ratio of compute times: the
     numerator is m = 1's compute, not its whole step (``against_bound`` compares like with like).
     """
-    (f0, b0), (f1, b1) = stage_costs(base)
-    return (f0 + f1 + b0 + b1) / bound_step(base, m)
+    return compute_s(base) / bound_step(base, m)
 
 
 def backward_products(stages: list) -> list[int]:
@@ -232,8 +240,10 @@ def stage_cost_lines(rows: list[dict], products: list[int] | None = None, forwar
         else:
             lines.append(f"both ratios lie within {COUNT_TOLERANCE:.0%} of their counts ({dev}, of the unrounded ratios): "
                          "here the times follow the count")
-    lines.append(f"best speedup of this compute ({round(tot[0] + tot[1], 1):.1f} ms at m = 1) with these costs in GPipe's order "
-                 "(per phase: the slower stage's work + one micro-batch of the other's), beside the equal-cost ideal:\n  "
+    lines.append(f"best speedup of this compute ({compute_ms(rows[0]):.1f} ms at m = 1, each round's four parts summed, then "
+                 f"the median; the parts' medians above sum to {round(tot[0] + tot[1], 1):.1f}) with these costs in GPipe's "
+                 "order (per phase: the slower stage's work + one micro-batch of the other's; each round's, then the median), "
+                 "beside the equal-cost ideal:\n  "
                  + ", ".join(f"m = {r['microbatches']}: {stage_bound(rows[0], r['microbatches']):.2f}× "
                              f"({r['ideal_speedup']:.2f}×)" for r in rows[1:]))
     return "\n".join(lines)

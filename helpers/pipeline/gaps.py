@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import statistics
 
-from .bounds import _compute, _slowdown, bound_step, compute_ms, stage_costs
+from .bounds import _compute, _slowdown, bound_step, compute_ms, compute_s
 from .instruments import ideal_speedup
 
 __all__ = ["gap_lines"]
@@ -33,7 +33,7 @@ def gap_lines(rows: list[dict]) -> str:
     Printed differences are taken from the printed (rounded) values.
     """
     base = rows[0]
-    c1 = sum(f + b for f, b in stage_costs(base))
+    c1 = compute_s(base)
     step1, c1_ms = round(1e3 * base["step_s"], 1), compute_ms(base)
     # round by round, the step less that round's compute (at m = 1 the stages never compute at once), then the median:
     # not the median step less the parts' medians, taken over the rounds apart (01's read 20: 56 ms against ~10)

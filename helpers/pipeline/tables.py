@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import statistics
 
-from .bounds import _compute, _slowdown, against_bound, compute_ms, stage_bound, stage_costs
+from .bounds import _compute, _slowdown, against_bound, compute_ms, compute_s, stage_bound
 from .instruments import bubble_fraction
 from .rounds import against_naive, rounds_side
 
@@ -28,14 +28,12 @@ def gpipe_table(rows: list[dict]) -> str:
             b = stage_bound(rows[0], r["microbatches"])
             line += f" {b:>19.2f}× {against_bound(rows[0], r):>10.2f}"
         lines.append(line + f" {bubble_fraction(r['microbatches']):>14.2f}")
-    c1 = sum(f + b for f, b in stage_costs(rows[0])) if staged else None
     lines.append("key: speedup = the m = 1 median step ÷ this m's; ideal (equal stages) = 2m/(m + 1); efficiency = "
                  "speedup ÷ ideal" + ("; bound (these stages) = the best speedup of m = 1's compute with the two stages' "
                                       f"measured costs (a ratio of compute times, the speedup one of whole steps); against it = the bound's step (compute alone: m = 1's compute, "
                                       f"{compute_ms(rows[0]):.1f} ms of its {1e3 * rows[0]['step_s']:.1f} ms step, ÷ bound) ÷ "
-                                      "the measured step; at m = 1 the four parts' medians over the median step, a ratio of medians each "
-                                      "taken over the rounds apart, not one round's share (above 1 where that sum exceeds the median "
-                                      "step)" if staged else "")
+                                      "the measured step; at m = 1 the compute's median over the step's median, each over the "
+                                      "rounds (m = 1's compute: each round's four parts summed, then the median)" if staged else "")
                  + "; bubble (model) = (p − 1)/(m + p − 1), each stage's idle share in GPipe's model")
     over = [r["microbatches"] for r in rows[1:] if round(r["efficiency"], 2) > 1]
     if over:
@@ -44,14 +42,15 @@ def gpipe_table(rows: list[dict]) -> str:
                 "not offered as its cause")
         if staged:
             base = rows[0]
-            line += (f": m = 1's median step exceeds the sum of its compute's four medians by "
-                     f"{round(1e3 * base['step_s'], 1) - compute_ms(base):.1f} ms (a difference of medians, not one round's time)")
+            line += (f": m = 1's median step exceeds its compute's median by "
+                     f"{round(1e3 * base['step_s'], 1) - compute_ms(base):.1f} ms (a difference of medians, not one round's time: "
+                     "section 4 takes it round by round)")
             if "message_s" in base:
                 out_ms = round(round(1e3 * base["step_s"], 1) - compute_ms(base), 1)
                 msg_ms = round(2e3 * min(base["message_s"]), 1)
                 line += (f" (m = 1's two {base['message_bytes'] // 1024} KiB messages go one after the other, "
                          f"{msg_ms:.1f} ms at their fastest alone"
-                         + (f", more than those {out_ms:.1f} ms: the step and each part of its compute are medians of "
+                         + (f", more than those {out_ms:.1f} ms: the step and its compute are medians of "
                             f"{len(base['step_rounds'])} rounds, taken apart, and a message inside the step need not "
                             "cost what it cost alone)" if msg_ms > out_ms else ")"))
             line += "; inside the step the pieces took " + ", ".join(
@@ -74,7 +73,7 @@ def piece_model_lines(rows: list[dict], costs: list[dict]) -> str:
     cost = {c["microbatches"]: c for c in costs}
     staged = "compute_rounds" in rows[0]   # then the bound with the two stages' measured costs, not the equal-cost ideal
     if staged:   # compute against compute: m = 1's compute (its rounds' sums) ÷ the step, as the bound's numerator
-        c1 = sum(f + b for f, b in stage_costs(rows[0]))
+        c1 = compute_s(rows[0])
         blo, bhi = min(_compute(rows[0])), max(_compute(rows[0]))
     else:
         c1, (blo, bhi) = rows[0]["step_s"], rows[0]["step_range"]

@@ -43,13 +43,14 @@ def largest_share(shapes: list[tuple[int, ...]], world_size: int, how: str) -> i
 
     ``"rows"``: FSDP2's ``torch.chunk`` of each tensor's first dimension (rank 0 gets ``ceil(d0 / N)``
     rows); ``"whole"``: ``ZeroRedundancyOptimizer``'s partition of whole tensors; ``"flat"``: DeepSpeed
-    ZeRO-1/2's flat buffer padded to a multiple of N (``stage_1_and_2.py``); ``"each"``: DeepSpeed ZeRO-3's
+    ZeRO-1/2's flat buffer padded to a multiple of 2N (``stage_1_and_2.py``: ``nccl_start_alignment_factor`` = 2, "4-byte
+    alignment/sizeof(fp16)", times the ranks); ``"each"``: DeepSpeed ZeRO-3's
     split of each tensor apart, padded to a multiple of N (``_partition_param`` in ``partition_parameters.py``:
     ``self._aligned_size(param) // self.num_partitions`` elements a rank).
     """
     numels = [math.prod(s) for s in shapes]
     if how == "flat":
-        return math.ceil(sum(numels) / world_size)
+        return 2 * math.ceil(sum(numels) / (2 * world_size))
     if how == "each":
         return sum(math.ceil(k / world_size) for k in numels)
     if how == "whole":

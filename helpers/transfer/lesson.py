@@ -166,7 +166,8 @@ EXERCISES = [
              hint="A Linear layer has a weight for every (input, output) pair and a bias for every output; ReLU has "
                   "no parameters; count each Linear layer of the new head and add them.",
              why="Compare it with the ResNet-18 counts printed in section 2: even a two-layer head is a small "
-                 "fraction of the model, so training only the head is cheap."),
+                 "fraction of the model's parameters. A step is cheaper mainly because the backward stops at the head "
+                 "(section 3); the forward still runs the whole backbone."),
     Exercise("07.crop_positions_pad2", "int", digest="e2f209751e1a8f38eedcf86b80c3e8f0718c5f740f35d57905881edcb18500db",
              hint="Padding makes the image larger on every side; in how many places can an 8×8 window sit in it, "
                   "horizontally times vertically?",
