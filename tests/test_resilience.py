@@ -5,7 +5,7 @@ from conftest import launched_children as _children
 from helpers.core.measure import max_abs_diff
 from helpers.launching import launch
 from helpers.resilience.recipe import resumable_worker
-from helpers.resilience.workers import dcp_train_worker, plain_training
+from helpers.resilience.workers import dcp_files, dcp_train_worker, plain_training
 
 
 def test_a_run_resumed_from_its_checkpoint_equals_the_uninterrupted_run(tmp_path):
@@ -20,8 +20,11 @@ def test_a_run_resumed_from_its_checkpoint_equals_the_uninterrupted_run(tmp_path
 
 def test_a_dcp_checkpoint_saved_by_two_ranks_loads_on_one_and_on_four(tmp_path):
     path = str(tmp_path / "dcp")
-    saved = launch(dcp_train_worker, 2, args=(path, 0, 3, True), verbose=False, timeout=120)
-    assert saved[0]["files"] == [".metadata", "__0_0.distcp", "__1_0.distcp"]   # one file per rank, and the metadata
+    launch(dcp_train_worker, 2, args=(path, 0, 3, True), verbose=False, timeout=120)
+    files = dcp_files(path)
+    assert sorted(files["files"]) == [".metadata", "__0_0.distcp", "__1_0.distcp"]   # one file per rank, and the metadata
+    assert all(files["files"][f] == files["counted"][f] for f in files["counted"])   # every byte of each file accounted for
+    assert files["tensor_bytes"] == 3 * sum(p.numel() * 4 for p in plain_training(0))   # parameters, exp_avg, exp_avg_sq
     ref = plain_training(6)
     for n in (1, 4):
         out = launch(dcp_train_worker, n, args=(path, 3, 3, False), verbose=False, timeout=120)

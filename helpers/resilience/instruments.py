@@ -12,16 +12,20 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["announce", "wait_for", "kill_when"]
+__all__ = ["announce", "wait_for", "kill_when", "announcements", "recovery"]
 
 
 def announce(folder: str | None, rank: int, epoch: int) -> None:
-    """A worker says it has started ``epoch``: ``rank<r>-epoch<e>.pid`` holding its pid, in ``folder`` (10)."""
+    """A worker says it has started ``epoch``, in ``folder`` (10): ``rank<r>-epoch<e>.pid`` holds its pid (a restarted
+    worker overwrites it), and a line of ``starts.log`` keeps every start with its time (:func:`announcements`).
+    """
     if folder:
         path = Path(folder) / f"rank{rank}-epoch{epoch}.pid"
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(str(os.getpid()))
         os.replace(tmp, path)  # whole or absent: the notebook never reads half a pid
+        with open(Path(folder) / "starts.log", "a") as log:  # every start, kept: one short line, one write
+            log.write(f"{rank} {epoch} {os.getpid()} {time.time()!r}\n")
 
 
 def wait_for(folder: str, rank: int, epoch: int, timeout: float = 60.0) -> int:
@@ -39,7 +43,7 @@ def kill_when(folder: str, rank: int, epoch: int, sig: int = signal.SIGKILL, del
               timeout: float = 120.0) -> dict:
     """In a background thread: once ``rank`` starts ``epoch``, wait ``delay`` s (mid-epoch) and send it ``sig`` (10).
 
-    Returns a dict the thread fills: ``pid``, ``at`` (``time.monotonic()`` of the kill) or ``error``.
+    Returns a dict the thread fills: ``pid``, ``at`` (``time.time()`` of the kill: the workers' clock) or ``error``.
     """
     out: dict = {}
 
@@ -48,10 +52,35 @@ def kill_when(folder: str, rank: int, epoch: int, sig: int = signal.SIGKILL, del
             pid = wait_for(folder, rank, epoch, timeout)
             time.sleep(delay)
             os.kill(pid, sig)
-            out.update(pid=pid, at=time.monotonic())
+            out.update(pid=pid, at=time.time())
         except (TimeoutError, ProcessLookupError) as e:
             out["error"] = str(e)
 
     out["thread"] = threading.Thread(target=run, daemon=True)
     out["thread"].start()
     return out
+
+
+def announcements(folder: str) -> list[dict]:
+    """Every epoch start announced in ``folder``, restarts included, in time order: rank, epoch, pid, t (10)."""
+    path = Path(folder) / "starts.log"
+    rows = [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+    return sorted(({"rank": int(r), "epoch": int(e), "pid": int(p), "t": float(t)} for r, e, p, t in rows),
+                  key=lambda a: a["t"])
+
+
+def recovery(starts: list[dict], kill_at: float, rank: int = 0) -> dict:
+    """What a failure at ``kill_at`` cost a run, from its epoch starts (:func:`announcements`) on ``rank`` (10).
+
+    ``resumed_epoch``: the first epoch started after the failure; ``recovery_s``: from the failure to that start
+    (the restart: new processes, the process group, the checkpoint loaded); ``redone_s``: the work that start
+    repeats, from the earlier start of that same epoch to the failure (what the checkpoint did not hold);
+    ``lost_s``: both. ``started_s``: each start's time from the run's first.
+    """
+    mine = [a for a in starts if a["rank"] == rank]
+    t0 = mine[0]["t"]
+    after = next(a for a in mine if a["t"] > kill_at)
+    before = next(a for a in mine if a["epoch"] == after["epoch"] and a["t"] < kill_at)
+    return {"resumed_epoch": after["epoch"], "recovery_s": after["t"] - kill_at, "redone_s": kill_at - before["t"],
+            "lost_s": after["t"] - before["t"], "kill_s": kill_at - t0,
+            "started_s": [(a["epoch"], a["t"] - t0) for a in mine]}

@@ -111,20 +111,26 @@ def train_epochs(model: DDP, opt: torch.optim.Optimizer, sampler: DistributedSam
     return ran
 
 
-def resumable_worker(rank: int, world_size: int, epochs: int, ckpt: str, before_epoch=None) -> dict:
+def resumable_worker(rank: int, world_size: int, epochs: int, ckpt: str | None, before_epoch=None) -> dict:
     """:func:`digits_setup`, resumed from ``ckpt`` if it exists, a checkpoint after every epoch, SIGTERM obeyed (10).
 
-    Returns the epochs this run trained, whether it stopped early on SIGTERM, and the model's parameters.
+    ``ckpt=None``: no checkpoint at all (a restart begins again at epoch 0). ``before_epoch(rank, epoch)``, if
+    given, runs as each epoch starts (notebook 10 passes ``functools.partial(announce, folder)``: a process
+    launched with it must be able to import it). Returns the epochs this run trained, whether it stopped early
+    on SIGTERM, and the model's parameters.
     """
+
     preemption = Preemption()
     model, opt, sampler, loader = digits_setup(rank, world_size)
-    start = load_state(ckpt, model, opt)
+    start = load_state(ckpt, model, opt) if ckpt else 0
 
     def after_epoch(epoch: int) -> bool:
-        save_state(ckpt, model, opt, epoch + 1)
+        if ckpt:
+            save_state(ckpt, model, opt, epoch + 1)
         return preemption.agreed()
 
-    ran = train_epochs(model, opt, sampler, loader, start, epochs, after_epoch, before_epoch)
+    ran = train_epochs(model, opt, sampler, loader, start, epochs, after_epoch,
+                       None if before_epoch is None else lambda epoch: before_epoch(rank, epoch))
     return {"epochs_run": ran, "stopped_on_sigterm": bool(ran) and ran[-1] < epochs - 1,  # only SIGTERM stops it early
             "params": [p.detach().cpu().clone() for p in model.module.parameters()]}
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+from functools import partial
 
 import torch
 import torch.distributed as dist
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     """The torchrun entry point: join the process group, train from the checkpoint if there is one, report (10)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--checkpoint", default="resumable.pt")
+    parser.add_argument("--checkpoint", default="resumable.pt", help="'' for none: a restart begins at epoch 0")
     parser.add_argument("--out", default=None, help="rank 0 saves the final parameters here")
     parser.add_argument("--announce-dir", default=None, help="each rank writes its pid there as each epoch starts")
     args = parser.parse_args(argv)
@@ -38,8 +39,8 @@ def main(argv: list[str] | None = None) -> None:
     dist.init_process_group(backend, init_method="env://")
     rank = dist.get_rank()
     try:
-        res = resumable_worker(rank, dist.get_world_size(), args.epochs, args.checkpoint,
-                               before_epoch=lambda epoch: announce(args.announce_dir, rank, epoch))
+        res = resumable_worker(rank, dist.get_world_size(), args.epochs, args.checkpoint or None,
+                               partial(announce, args.announce_dir))
         if rank == 0:
             print(f"restart {os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}: trained epochs {res['epochs_run']}"
                   + ("; stopped on SIGTERM after saving" if res["stopped_on_sigterm"] else ""), flush=True)
