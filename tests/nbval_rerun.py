@@ -6,7 +6,10 @@ must survive a second "Run All" in the kernel that ran the first one, and a note
 assert a speed that a slower or busier machine misses. So for every notebook that declares
 ``"rerun_drill": true`` in its metadata (``metadata.course``: the notebooks that hold such
 resources across cells), an extra item "Run All again" re-executes every code cell in that kernel
-**while a busy-loop process occupies one core**, and fails on the first error. A notebook without
+**while a busy-loop process occupies one core**, and fails on the first error. The loop runs at the lowest
+priority (nice 19): it takes the CPU time the machine would leave idle, a whole core on an idle machine, and little
+inside the suite, whose two workers already keep both cores busy, so the rerun is loaded either way without the
+loop taking work time from the suite. (The suite's own "one core busy" run keeps a core busy at normal priority.) A notebook without
 cross-cell resources declares ``"rerun_drill": false`` with the reason. Set
 BEYOND_ONE_GPU_NO_RERUN=1 to leave the drill out (the drills that start a nested pytest do).
 """
@@ -38,7 +41,7 @@ class RunAllAgain(pytest.Item):
 
     def runtest(self) -> None:
         kernel = self.parent.kernel
-        busy = subprocess.Popen([sys.executable, "-c", BUSY_LOOP])  # another program hogging a core
+        busy = subprocess.Popen([sys.executable, "-c", BUSY_LOOP], preexec_fn=lambda: os.nice(19))  # a core's idle time
         try:
             for i, cell in enumerate(c for c in self.parent.nb.cells if c.cell_type == "code"):
                 self._run(kernel, i, cell)

@@ -272,5 +272,15 @@ def test_a_prediction_met_by_two_cancelling_misses_is_said_so_and_every_size_abo
                                                     (4 << 20, 5.51, 4.10, 2.41, 1.96, 4.99))]
     text = "\n".join(ring_prediction_lines({"sizes": rows, "world_size": 2, "step_alpha_s": 1e-4}))
     assert ("At 1 MiB that is two misses cancelling, not the model holding: there the ring takes ×1.44 its measured "
-            "parts while the step line is ×1.27 the measured step") in text
+            "parts while its measured step is ×0.79 the step line") in text   # measured/line, as everywhere
     assert "at most 0.18 ms here (its smallest excess over its measured parts, at 4 KiB); the larger excess at 1 MiB, 4 MiB" in text
+
+
+def test_a_ratio_on_the_margins_line_shows_which_side_it_is_on():
+    """08's read 26: ×0.85 (0.849) was a miss and ×1.15 (1.147) within 15%: two decimals hid the side of the line."""
+    rows = [{"bytes": b, "ring_s": ring * 1e-3, "ring_model_s": pred * 1e-3, "step_s": 0.3e-3, "step_model_s": 0.3e-3,
+             "ring_parts_s": part * 1e-3} for b, ring, pred, part in ((64 << 10, 0.78, 0.66, 0.68), (4 << 20, 4.66, 5.05, 5.49))]
+    text = "\n".join(ring_prediction_lines({"sizes": rows, "world_size": 2, "step_alpha_s": 1e-4}))
+    assert "At 64 KiB it is within 15% of its measured parts (×1.147)" in text
+    assert "there the ring takes ×0.849 its measured parts" in text
+    assert "×1.18" in text and "×1.180" not in text   # off the line: two decimals

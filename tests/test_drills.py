@@ -117,8 +117,8 @@ def test_the_notebooks_the_offline_drill_runs_are_not_run_twice():
                            env={**os.environ, "BEYOND_ONE_GPU_NO_RERUN": "1"}, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         return r.stdout
-    with_drill = collected("tests/test_drills.py::test_suite_passes_with_no_network", "notebooks/00_setup.ipynb",
-                           "notebooks/06_oom_troubleshooting.ipynb")
+    with_drill = collected("tests/test_drills.py::test_suite_passes_with_no_network", "notebooks")
     assert "00_setup.ipynb::" not in with_drill and "06_oom_troubleshooting.ipynb::Cell 0" in with_drill
+    assert "notebooks/ko" not in with_drill, "nbval would run the Korean notebooks a second time"   # test_i18n's, here
     assert "test_suite_passes_with_no_network" in with_drill
     assert "notebooks/00_setup.ipynb::Cell 0" in collected("notebooks/00_setup.ipynb")   # alone, it runs as ever

@@ -72,9 +72,18 @@ def test_no_gpu_answers_are_clean():
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     assert "no GPU" in M.gpu_status_line(1)
-    assert "KeyError" in M.cuda_memory_summary()
+    assert ", so torch.cuda.memory_summary() raised KeyError" in M.cuda_memory_summary()
     with pytest.raises(RuntimeError, match="needs a GPU"):
         M.cuda_memory()
+
+
+def test_a_failure_before_the_stats_are_read_is_not_blamed_on_the_empty_dict(monkeypatch):
+    """Where MPS is available, memory_summary() raises AttributeError looking up the current device (06's read 26)."""
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    monkeypatch.setattr(torch.cuda, "memory_summary", lambda **k: getattr(torch.mps, "current_device"))
+    said = M.cuda_memory_summary()
+    assert ", and torch.cuda.memory_summary() raised AttributeError" in said and "{}, so" not in said
 
 
 def test_bad_budget():

@@ -152,6 +152,11 @@ def _no_fixed_cost_bound(rows: list[dict]) -> str:
             "bound on the ring, so this run does not decide whether every ring call pays a fixed cost")
 
 
+def _times(v: float, margin: float = 0.15) -> str:
+    """``×v`` to two decimals, or three where two would land on the margin's line and hide its side (08's read 26)."""
+    return f"×{v:.3f}" if min(abs(v - 1 + margin), abs(v - 1 - margin)) < 0.005 else f"×{v:.2f}"
+
+
 def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     """Each size's times (all_reduce, ring, one ring step) and the ring against its predictions, led by one takeaway (08).
 
@@ -172,9 +177,9 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
         head += f"  {'step line':>9}  {'from parts':>10}  ring/parts"
     table = [head] + [f"{_size(r['bytes']):>7}  {r.get('library_s', float('nan')) * 1e3:7.2f} ms  {r['ring_s'] * 1e3:5.2f} ms  "
                       f"{(r['step_s'] * 1e3 if has_step else float('nan')):5.2f} ms  {r['ring_model_s'] * 1e3:6.2f} ms  "
-                      f"×{r['ring_s'] / r['ring_model_s']:.2f}"
-                      + (f"           {r['step_model_s'] * 1e3:6.2f} ms  {r['ring_parts_s'] * 1e3:7.2f} ms  "
-                         f"×{r['ring_s'] / r['ring_parts_s']:.2f}" if parts else "") for r in rows]
+                      f"{_times(r['ring_s'] / r['ring_model_s'], margin):<6}"
+                      + (f"          {r['step_model_s'] * 1e3:6.2f} ms  {r['ring_parts_s'] * 1e3:7.2f} ms  "
+                         f"{_times(r['ring_s'] / r['ring_parts_s'], margin)}" if parts else "") for r in rows]
     if parts:
         table.append("  predicted: from the line fitted to the step, plus γ (the additions' best seconds per byte "
                      "at the large sizes); from parts: 2(n − 1) × this size's measured step + (n − 1) × its measured addition, no line")
@@ -185,7 +190,8 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     above = [r for r in rows if r["ring_s"] > (1 + margin) * r["ring_model_s"]]
     below = [r for r in rows if r["ring_s"] < (1 - margin) * r["ring_model_s"]]
     names = lambda rs: ", ".join(_size(r["bytes"]) for r in rs) or "no size"  # noqa: E731
-    ratio = lambda rs, key: f"×{min(r['ring_s'] / r[key] for r in rs):.2f}–×{max(r['ring_s'] / r[key] for r in rs):.2f}"  # noqa: E731
+    ratio = lambda rs, key: (f"{_times(min(r['ring_s'] / r[key] for r in rs), margin)}–"  # noqa: E731
+                             f"{_times(max(r['ring_s'] / r[key] for r in rs), margin)}")
     rest = [r for r in above if parts and r["ring_s"] > (1 + margin) * r["ring_parts_s"]]
     near = [r for r in above if parts and r not in rest and r["ring_s"] >= (1 - margin) * r["ring_parts_s"]]
     steps = 2 * (sweep.get("world_size", 2) - 1)   # parts − prediction = the steps' miss of their line + the additions' of γ
@@ -195,8 +201,9 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
         by_steps = steps * (r["step_s"] - r["step_model_s"]) / excess
         by_adds = (r["ring_parts_s"] - r["ring_model_s"]) / excess - by_steps
         pct_steps, pct_adds = round(100 * by_steps), round(100 * by_adds)
-        return [f"At {_size(r['bytes'])} it is within {margin:.0%} of its measured parts (×{r['ring_s'] / r['ring_parts_s']:.2f})",
-                f"Its measured step there is ×{r['step_s'] / r['step_model_s']:.2f} the step line "
+        return [f"At {_size(r['bytes'])} it is within {margin:.0%} of its measured parts "
+                f"({_times(r['ring_s'] / r['ring_parts_s'], margin)})",
+                f"Its measured step there is {_times(r['step_s'] / r['step_model_s'], margin)} the step line "
                 f"({r['step_s'] * 1e3:.2f} vs {r['step_model_s'] * 1e3:.2f} ms)",
                 f"Over {steps} steps that gap is {pct_steps}% of the ring's excess over the prediction; the additions' gap "
                 f"to γ is {pct_adds}%" + (f"; the other {100 - pct_steps - pct_adds}% is not identified"
@@ -205,8 +212,8 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     luck = [r for r in fits if parts and abs(r["ring_s"] / r["ring_parts_s"] - 1) > margin]
     if luck:   # the prediction met by two misses that cancel, not by the model holding
         said.append(f"At {names(luck)} that is two misses cancelling, not the model holding: there the ring takes "
-                    + ", ".join(f"×{r['ring_s'] / r['ring_parts_s']:.2f} its measured parts while the step line is "
-                                f"×{r['step_model_s'] / r['step_s']:.2f} the measured step" for r in luck))
+                    + ", ".join(f"{_times(r['ring_s'] / r['ring_parts_s'], margin)} its measured parts while its measured "
+                                f"step is {_times(r['step_s'] / r['step_model_s'], margin)} the step line" for r in luck))
     if above:
         said.append(f"It is slower at {names(above)} ({ratio(above, 'ring_model_s')})")
     same = lambda rs: rs == above and len(rs) > 2  # noqa: E731  (the list just named again: "each of them")
@@ -226,7 +233,7 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
             near_miss = [r for r in near if abs(r["step_s"] / r["step_model_s"] - 1) > margin]   # said above, and missed
             also = f" also (besides {names(near_miss)}, said above)" if near_miss else ""
             lines.append(f"the step line{also} misses its own measured step by more than {margin:.0%} at {names(miss)}: "
-                         + ", ".join(f"×{r['step_s'] / r['step_model_s']:.2f} at {_size(r['bytes'])}" for r in miss)
+                         + ", ".join(f"{_times(r['step_s'] / r['step_model_s'], margin)} at {_size(r['bytes'])}" for r in miss)
                          + " (measured/line); a least-squares line on relative error weighs every size alike, so one "
                          "odd time pulls it at all sizes")
     unbound = []   # sizes the no-bound line names: not named again below

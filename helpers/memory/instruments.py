@@ -44,7 +44,8 @@ def cuda_memory_summary() -> str:
     """``torch.cuda.memory_summary()``, or what it raised while CUDA is not initialised (06).
 
     ``memory_summary`` reads ``memory_stats()``, which is ``{}`` until CUDA is initialised
-    (``memory_stats_as_nested_dict`` in torch/cuda/memory.py), so its first lookup raises KeyError.
+    (``memory_stats_as_nested_dict`` in torch/cuda/memory.py), so its first lookup raises KeyError. Where MPS is
+    available it raises AttributeError before that (``torch.mps`` has no ``current_device``): said without "so".
     """
     try:
         return torch.cuda.memory_summary(abbreviated=True)
@@ -52,8 +53,9 @@ def cuda_memory_summary() -> str:
         if torch.cuda.is_initialized():
             return f"torch.cuda.memory_summary() raised {type(e).__name__}: {e}"
         why = "" if torch.cuda.is_available() else " (no CUDA device here, so it never is)"
+        so = "so" if isinstance(e, KeyError) else "and"   # KeyError: the empty dict's first lookup; else it failed before
         return (f"CUDA not initialised{why}: torch.cuda.memory_stats() is {dict(torch.cuda.memory_stats())}, "
-                f"so torch.cuda.memory_summary() raised {type(e).__name__}: {e}")
+                f"{so} torch.cuda.memory_summary() raised {type(e).__name__}: {e}")
 
 
 def cuda_memory(tag: str = "") -> dict:
