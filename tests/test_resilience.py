@@ -24,7 +24,9 @@ def test_a_dcp_checkpoint_saved_by_two_ranks_loads_on_one_and_on_four(tmp_path):
     files = dcp_files(path)
     assert sorted(files["files"]) == [".metadata", "__0_0.distcp", "__1_0.distcp"]   # one file per rank, and the metadata
     assert all(files["files"][f] == files["counted"][f] for f in files["counted"])   # every byte of each file accounted for
-    assert files["tensor_bytes"] == 3 * sum(p.numel() * 4 for p in plain_training(0))   # parameters, exp_avg, exp_avg_sq
+    params = plain_training(0)
+    # parameters, Adam's exp_avg and exp_avg_sq (fp32), and its step: a float32 scalar tensor per parameter tensor
+    assert files["tensor_bytes"] == 3 * sum(p.numel() * 4 for p in params) + 4 * len(params)
     ref = plain_training(6)
     for n in (1, 4):
         out = launch(dcp_train_worker, n, args=(path, 3, 3, False), verbose=False, timeout=120)

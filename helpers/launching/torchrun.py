@@ -71,7 +71,7 @@ def loopback_aliases(addrs: tuple[str, ...] = ("127.0.0.2", "127.0.0.3")) -> tup
 
 def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: float = 90, nnodes: int = 1,
                  local_addrs: tuple[str, ...] = (), module: str = "helpers.ddp.script",
-                 agent_args: tuple[str, ...] = ()) -> str:
+                 agent_args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> str:
     """Run a course script (``module``, 03's DDP script by default) with torchrun and return what it printed (03, 10).
 
     ``nnodes=1``: ``torchrun --standalone --nproc_per_node N``. ``nnodes=2``: a real two-node launch
@@ -95,7 +95,7 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
                            agent_args=agent_args)
     if store is not None:  # every agent joins this store as a client instead of trying to host it
         cmd.insert(cmd.index(module) - 1, "--rdzv_conf=is_host=false")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
     outs = [tempfile.TemporaryFile("w+") for _ in range(nnodes)]
     cmds = [cmd[:3] + [f"--local-addr={a}"] + cmd[3:] for a in local_addrs] or [cmd] * nnodes
     agents = [subprocess.Popen(cmds[k], stdout=out, stderr=subprocess.STDOUT, text=True, env={**env, **_node_gpus(k, nnodes, nproc)},

@@ -6,13 +6,14 @@ scheduler (SIGTERM) would. Nothing in the training code knows it is being tested
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
 import time
 from pathlib import Path
 
-__all__ = ["announce", "wait_for", "kill_when", "announcements", "recovery"]
+__all__ = ["announce", "wait_for", "kill_when", "announcements", "recovery", "ray_registered_epochs"]
 
 
 def announce(folder: str | None, rank: int, epoch: int) -> None:
@@ -40,8 +41,11 @@ def wait_for(folder: str, rank: int, epoch: int, timeout: float = 60.0) -> int:
 
 
 def kill_when(folder: str, rank: int, epoch: int, sig: int = signal.SIGKILL, delay: float = 0.3,
-              timeout: float = 120.0) -> dict:
+              timeout: float = 120.0, ready=None) -> dict:
     """In a background thread: once ``rank`` starts ``epoch``, wait ``delay`` s (mid-epoch) and send it ``sig`` (10).
+
+    ``ready``: a function polled after that until it returns True, before the signal (e.g. that Ray Train has
+    registered the last checkpoint: :func:`ray_registered_epochs`).
 
     Returns a dict the thread fills: ``pid``, ``at`` (``time.time()`` of the kill: the workers' clock) or ``error``.
     """
@@ -51,6 +55,11 @@ def kill_when(folder: str, rank: int, epoch: int, sig: int = signal.SIGKILL, del
         try:
             pid = wait_for(folder, rank, epoch, timeout)
             time.sleep(delay)
+            deadline = time.monotonic() + timeout
+            while ready is not None and not ready():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"not ready to strike within {timeout:g} s")
+                time.sleep(0.01)
             os.kill(pid, sig)
             out.update(pid=pid, at=time.time())
         except (TimeoutError, ProcessLookupError) as e:
@@ -84,3 +93,17 @@ def recovery(starts: list[dict], kill_at: float, rank: int = 0) -> dict:
     return {"resumed_epoch": after["epoch"], "recovery_s": after["t"] - kill_at, "redone_s": kill_at - before["t"],
             "lost_s": after["t"] - before["t"], "kill_s": kill_at - t0,
             "started_s": [(a["epoch"], a["t"] - t0) for a in mine]}
+
+
+def ray_registered_epochs(run_dir: str) -> list[int]:
+    """The epochs whose checkpoints Ray Train's controller has registered, from its snapshot in ``run_dir`` (10).
+
+    The controller rewrites ``checkpoint_manager_snapshot.json`` in the run's storage folder each time it
+    registers a reported checkpoint (``CheckpointManager._write_state_to_storage`` in Ray Train v2).
+    """
+    path = Path(run_dir) / "checkpoint_manager_snapshot.json"
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):   # not written yet, or being written
+        return []
+    return sorted(r["metrics"]["epoch"] for r in state.get("checkpoint_results", []) if "epoch" in r.get("metrics", {}))

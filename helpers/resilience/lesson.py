@@ -92,3 +92,20 @@ EXERCISES = [
                  "costs a save each time: Young's approximation puts the best interval near sqrt(2 × save time × mean "
                  "time between failures) (Young 1974, https://doi.org/10.1145/361147.361115)."),
 ]
+
+
+def _bench() -> dict:
+    from .bench import bench_resilience
+
+    return bench_resilience()
+
+
+BENCH = {"resilience": _bench}
+LIMIT_S = 120   # notebook 10's run-time limit (the issue's)
+
+
+def readme_figures(results: dict) -> str:
+    """The key figures of notebook 10 for the README's table, from the benchmark's JSON (10)."""
+    from .bench import readme_figures as figures
+
+    return figures(results)

@@ -12,11 +12,14 @@ __all__ = ["run_ray_train"]
 
 
 def run_ray_train(epochs: int, storage: str, name: str, workers: int = 2, max_failures: int = 0,
-                  announce_dir: str | None = None) -> dict:
+                  announce_dir: str | None = None, poll_s: float = 0.2) -> dict:
     """``TorchTrainer(ray_train_loop, ...).fit()`` on the running Ray cluster; its result and final parameters (10).
 
     ``max_failures``: how many times Ray Train restarts the worker group after a worker dies, each time from the
-    last reported checkpoint (``FailureConfig``). GPUs when every worker can have one, else one CPU each.
+    last checkpoint its controller registered (``FailureConfig``). GPUs when every worker can have one, else one
+    CPU each. ``poll_s``: how often the controller polls the workers (``RAY_TRAIN_HEALTH_CHECK_INTERVAL_S``, 2 s by
+    default, which Ray Train passes from the driver to its controller): a report waits in the worker (a queue of
+    one, ``worker.py``) until that poll, so a worker killed before it loses the checkpoint it reported.
     """
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
@@ -28,9 +31,17 @@ def run_ray_train(epochs: int, storage: str, name: str, workers: int = 2, max_fa
                                      resources_per_worker=None if use_gpu else {"CPU": 1}),
         run_config=RunConfig(name=name, storage_path=storage, failure_config=FailureConfig(max_failures=max_failures),
                              checkpoint_config=CheckpointConfig(num_to_keep=1)))
-    t0 = time.monotonic()
-    result = trainer.fit()
-    seconds = time.monotonic() - t0
+    old = os.environ.get("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S")
+    os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"] = str(poll_s)
+    try:
+        t0 = time.monotonic()
+        result = trainer.fit()
+        seconds = time.monotonic() - t0
+    finally:
+        if old is None:
+            os.environ.pop("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", None)
+        else:
+            os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"] = old
     with result.checkpoint.as_directory() as d:
         state = torch.load(os.path.join(d, "state.pt"), map_location="cpu", weights_only=True)
     return {"seconds": seconds, "metrics": result.metrics, "params": list(state["model"].values()),

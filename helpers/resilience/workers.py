@@ -115,7 +115,8 @@ def save_blocking_worker(rank: int, world_size: int, path: str, layers: int = 8,
 
     ``save_s``: the whole call, spent before training can go on. ``async_returned_s``: until ``async_save``
     returns (it first copies the state to CPU memory, the *staging*); ``async_done_s``: until its future is
-    done (the writing, in a background thread, while training could go on). One of each after an untimed save.
+    done (the writing, in a background thread, while training could go on); ``load_s``: ``dcp.load`` of the saved
+    state. One of each after an untimed save.
     """
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict
@@ -137,5 +138,9 @@ def save_blocking_worker(rank: int, world_size: int, path: str, layers: int = 8,
     out["async_returned_s"] = time.perf_counter() - t0
     future.result()
     out["async_done_s"] = time.perf_counter() - t0
+    dist.barrier()
+    t0 = time.perf_counter()
+    dcp.load(state, checkpoint_id=f"{path}/save")
+    out["load_s"] = time.perf_counter() - t0
     out["bytes"] = sum(f.stat().st_size for f in Path(f"{path}/save").iterdir())
     return out
