@@ -83,3 +83,21 @@ def test_sigterm_saves_and_exits_and_a_new_launch_resumes(tmp_path):
     whole = launch(resumable_worker, 2, args=(2, str(tmp_path / "w.pt")), verbose=False, timeout=120)
     assert all(torch.equal(a, b) for a, b in zip(whole[0]["params"], torch.load(folder / "params.pt", weights_only=True)))
     assert not _children()
+
+
+def test_detail_names_both_collectives_and_monitored_barrier_names_the_missing_rank():
+    """TORCH_DISTRIBUTED_DEBUG set after the fork server started still reaches the ranks (the launcher reads it
+    again in each rank): the mismatch is reported at once instead of hanging until the timeout."""
+    import pytest
+
+    from helpers.resilience.hangs import debug_detail, mismatched_collectives, skipped_barrier, what_it_said
+
+    launch(resumable_worker, 1, args=(0, None), verbose=False, timeout=60)   # the fork server runs before DETAIL is set
+    with debug_detail(), pytest.raises(RuntimeError) as info:
+        launch(mismatched_collectives, 2, verbose=False, timeout=60)
+    assert sorted(what_it_said(str(info.value))) == ["rank 0: ALLREDUCE (the group's collective number 1)",
+                                             "rank 1: BROADCAST (the group's collective number 1)"]
+    with pytest.raises(RuntimeError) as info:
+        launch(skipped_barrier, 2, verbose=False, timeout=60)
+    assert what_it_said(str(info.value)) == ["Ranks 1 failed to pass monitoredBarrier in 2000 ms"]
+    assert not _children()

@@ -11,6 +11,7 @@ applications").
 from __future__ import annotations
 
 import os
+import re
 import time
 from contextlib import contextmanager
 from datetime import timedelta
@@ -19,7 +20,7 @@ from typing import Iterator
 import torch
 import torch.distributed as dist
 
-__all__ = ["debug_detail", "mismatched_collectives", "skipped_barrier"]
+__all__ = ["debug_detail", "mismatched_collectives", "skipped_barrier", "what_it_said"]
 
 
 @contextmanager
@@ -60,3 +61,14 @@ def skipped_barrier(rank: int, world_size: int, timeout_s: float = 2.0) -> str:
         return "never arrived"
     dist.monitored_barrier(timeout=timedelta(seconds=timeout_s), wait_all_ranks=True)
     return "passed"
+
+
+def what_it_said(message: str) -> list[str]:
+    """The lines of a failed launch's error that name the culprit, shortened (10): each rank's collective from
+    DETAIL's mismatch report (its type and sequence number), or the ranks ``monitored_barrier`` missed.
+    """
+    said = [f"rank {r}: {op} (the group's collective number {seq})" for r, seq, op in
+            re.findall(r"Rank (\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(\d+), OpType=(\w+)",
+                       message)]
+    said += re.findall(r"Ranks [\d, ]+ failed to pass monitoredBarrier in \d+ ms", message)
+    return list(dict.fromkeys(said))   # each rank's error repeats what the others said: once each, in order
