@@ -48,7 +48,8 @@ def test_torchrun_restarts_a_killed_worker_and_the_run_resumes_from_its_checkpoi
         killer = kill_when(str(folder), rank=1, epoch=1, sig=signal.SIGKILL, delay=0.05) if kill else None
         out = run_torchrun(2, script_args=("--epochs", "2", "--checkpoint", str(folder / "ck.pt"), "--out",
                                            str(folder / "params.pt"), "--announce-dir", str(folder)),
-                           module="helpers.resilience.script", agent_args=("--max-restarts=1",), timeout=180)
+                           module="helpers.resilience.script", agent_args=("--max-restarts=1",), timeout=180,
+                           env={"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"})   # a store per restart (notebook 10, section 3)
         if killer:
             killer["thread"].join(5)
             assert "pid" in killer, killer
