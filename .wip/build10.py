@@ -141,6 +141,11 @@ print("the local torchrun of section 3:", " ".join(torchrun_command(2, module="h
 print("torchrun's own parser reads the batch script's line as:", ", ".join(check_torchrun_args(slurm)))
 assert check_shell(slurm, work) == "" and check_shell(ray_sh, work) == ""   # both parse as shell (bash -n)
 """)
+code("cleanup", r"""
+import shutil
+print(f"removing {work}: " + ", ".join(sorted(p.name for p in work.iterdir())))
+shutil.rmtree(work)   # this notebook's temporary folder, and nothing else
+""")
 md("exercises")
 code("ex-resume", r"""
 import os
