@@ -71,7 +71,7 @@ def test_find_largest_batch_does_not_swallow_real_bugs():
 def test_no_gpu_answers_are_clean():
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    assert "no GPU" in M.gpu_status_line(1)
+    assert "no NVIDIA GPU to watch" in M.gpu_status_line(1)
     assert ", so torch.cuda.memory_summary() raised KeyError" in M.cuda_memory_summary()
     with pytest.raises(RuntimeError, match="needs a GPU"):
         M.cuda_memory()
