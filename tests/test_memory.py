@@ -103,14 +103,6 @@ def test_half_weights_are_measured():
     assert (h["params_fp32"], h["params_half"]) == (216 * 4, 216 * 2)
 
 
-def test_find_largest_batch_exact_with_tolerance_one():
-    def step(bs):
-        if bs > 1562:
-            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
-
-    assert M.find_largest_batch(step, start=4096, tolerance=1).batch_size == 1562
-
-
 def test_find_largest_batch_from_a_start_that_is_no_power_of_two(monkeypatch):
     # each failed size is followed by one gc.collect (counted, not run: a full collection of the test
     # process per failure made this test 36 s long)
