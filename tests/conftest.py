@@ -1,6 +1,7 @@
 """Shared test fixtures: a kernel to run notebook code in, and the finder of processes left behind."""
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -172,6 +173,7 @@ OFFLINE_TESTS = ("test_data.py", "test_monitor.py")
 OFFLINE_DRILL = "tests/test_drills.py::test_suite_passes_with_no_network"
 
 
+@functools.cache   # asked by the collection hook and by skip marks in several files: one probe per process
 def can_unshare() -> bool:
     """Whether this machine can cut the network for a process: ``unshare -n`` (root or user namespaces) and ``ip``."""
     import subprocess
