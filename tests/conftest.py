@@ -1,6 +1,7 @@
 """Shared test fixtures: a kernel to run notebook code in, and the finder of processes left behind."""
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -164,12 +165,15 @@ def default_sigint():
 LONGEST_FIRST = ["04_", "test_drills.py", "07_", "03_", "09_", "01_", "08_", "02_", "05_", "00_", "06_",
                  "test_ray_faults.py", "test_colab_setup.py", "test_ddp.py", "test_sharding.py"]
 
-# The offline drill (test_drills.py) runs these notebooks under nbval, each with its Run-All-again drill, in a network
-# namespace with only loopback. Where it runs in a session, their items here are deselected: run once, offline.
+# The offline drill (test_drills.py) runs these notebooks under nbval, each with its Run-All-again drill, and these
+# test files, in a network namespace with only loopback. Where it runs in a session, their items here are
+# deselected: run once, offline.
 OFFLINE_NOTEBOOKS = ("00_setup.ipynb", "05_monitoring.ipynb")
+OFFLINE_TESTS = ("test_data.py", "test_monitor.py")
 OFFLINE_DRILL = "tests/test_drills.py::test_suite_passes_with_no_network"
 
 
+@functools.cache   # asked by the collection hook and by skip marks in several files: one probe per process
 def can_unshare() -> bool:
     """Whether this machine can cut the network for a process: ``unshare -n`` (root or user namespaces) and ``ip``."""
     import subprocess
@@ -181,7 +185,8 @@ def can_unshare() -> bool:
 
 def _leave_to_the_offline_drill(config, items) -> None:
     if any(i.nodeid == OFFLINE_DRILL for i in items) and can_unshare():
-        moved = [i for i in items if i.path.suffix == ".ipynb" and i.path.name in OFFLINE_NOTEBOOKS]
+        moved = [i for i in items if (i.path.suffix == ".ipynb" and i.path.name in OFFLINE_NOTEBOOKS)
+                 or (i.path.parent.name == "tests" and i.path.name in OFFLINE_TESTS)]
         if moved:
             config.hook.pytest_deselected(items=moved)
             items[:] = [i for i in items if i not in moved]

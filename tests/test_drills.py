@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import OFFLINE_NOTEBOOKS, can_unshare
+from conftest import OFFLINE_NOTEBOOKS, OFFLINE_TESTS, can_unshare
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -32,7 +32,7 @@ def test_suite_passes_with_no_network():
     probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up && " + sys.executable +
                             " -c \"import socket; socket.getaddrinfo('pypi.org', 443)\""], capture_output=True, text=True)
     assert probe.returncode != 0, "the namespace still resolves names: the drill would prove nothing"
-    inner = " ".join([sys.executable, "-m", "pytest", "-n", "0", "-q", "-x", "-rA", "tests/test_data.py", "tests/test_monitor.py",
+    inner = " ".join([sys.executable, "-m", "pytest", "-n", "0", "-q", "-x", "-rA", *(f"tests/{t}" for t in OFFLINE_TESTS),
                       *(f"notebooks/{name}" for name in OFFLINE_NOTEBOOKS)])
     env = {k: v for k, v in os.environ.items() if k != "BEYOND_ONE_GPU_NO_RERUN"}   # the Run-All-again drills too
     r = subprocess.run(["unshare", "-n", "sh", "-c", f"ip link set lo up && {inner}"], cwd=ROOT,
@@ -117,8 +117,9 @@ def test_the_notebooks_the_offline_drill_runs_are_not_run_twice():
                            env={**os.environ, "BEYOND_ONE_GPU_NO_RERUN": "1"}, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         return r.stdout
-    with_drill = collected("tests/test_drills.py::test_suite_passes_with_no_network", "notebooks")
+    with_drill = collected("tests/test_drills.py::test_suite_passes_with_no_network", "notebooks", "tests/test_monitor.py")
     assert "00_setup.ipynb::" not in with_drill and "06_oom_troubleshooting.ipynb::Cell 0" in with_drill
     assert "notebooks/ko" not in with_drill, "nbval would run the Korean notebooks a second time"   # test_i18n's, here
+    assert "test_monitor.py::" not in with_drill   # the test files the drill runs offline: run once, there
     assert "test_suite_passes_with_no_network" in with_drill
     assert "notebooks/00_setup.ipynb::Cell 0" in collected("notebooks/00_setup.ipynb")   # alone, it runs as ever

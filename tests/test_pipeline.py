@@ -70,15 +70,6 @@ def test_timing_rounds_interleave_and_rotate_after_a_warm_up_round():
     assert P.rotated_rounds([1], 2) == [[1], [1], [1]]
 
 
-def test_library_schedules_equal_the_unsplit_model():
-    rows = P.run_library(ms=(2, 4), width=32, depth=1, batch=64, repeats=1)
-    for r in rows:
-        assert r["grad_max_abs_diff"] < 1e-6 and r["loss_diff"] < 1e-5
-    peaks = {(r["schedule"], r["microbatches"]): r["peak_live"][0] for r in rows}
-    assert peaks[("gpipe", 4)] == 4 and peaks[("1f1b", 4)] == 2
-    assert all(len(r["step_rounds"]) == 1 for r in rows)
-
-
 def test_a_stage_that_raises_ends_every_process():
     t0 = time.monotonic()
     with pytest.raises(LaunchError, match="stage 1 crashed"):

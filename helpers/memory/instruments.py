@@ -34,7 +34,7 @@ def gpu_status_line(step: int | None = None) -> str:
     rows = gpu_status()
     prefix = f"step {step}: " if step is not None else ""
     if not rows:
-        return prefix + "no GPU (GPUtil sees none, and NVML does not start: no NVIDIA driver or NVML library): nothing to watch"
+        return prefix + "no NVIDIA GPU to watch (GPUtil sees none, and NVML does not start: no NVIDIA driver or NVML library)"
     gib = 1e9 / 2**30   # gpu_probe's rows are in GB (10**9 B); printed in GiB (2**30 B), as section 2 prints MiB
     return "; ".join(f"{prefix}GPU {g['index']} {g['utilization_pct']:.0f}% GPU-Util, "
                      f"{g['memory_used_gb'] * gib:.2f}/{g['memory_total_gb'] * gib:.1f} GiB used" for g in rows)

@@ -59,7 +59,8 @@ def beyond_bound_lines(rows: list[dict]) -> str:
             continue
         (rlo, rhi) = r["step_range"]
         if tight:   # the bound's step scales with m = 1's compute: its rounds' fastest and slowest sums
-            c1, (blo, bhi) = compute_s(base), (min(_compute(base)), max(_compute(base)))
+            rounds = _compute(base)
+            c1, (blo, bhi) = compute_s(base), (min(rounds), max(rounds))
             lo, hi = bound_step(base, m) * blo / c1 / rhi, bound_step(base, m) * bhi / c1 / rlo
         else:
             (blo, bhi) = base["step_range"]
