@@ -85,6 +85,16 @@ reported. So the kill below waits until the controller has registered epoch 0's 
 | after a failure | the error, raised | `--max-restarts` | `FailureConfig(max_failures=...)` |
 | result | each rank's return value | what the script writes | `Result` (metrics, checkpoint) |
 """
+MD["tune-md"] = """### Tuning a distributed trainer
+
+Notebook 04 tuned a function that trained in one process. To tune a distributed run, each Tune trial becomes the
+*driver* of a Ray Train run: Tune calls `ray_train_trial` once per trial with that trial's learning rate, and it
+builds and fits a `TorchTrainer`; `TuneReportCallback` passes each report of the trainer's rank 0 on to the trial.
+This replaces the older `Tuner(trainer)`, deprecated in Ray Train v2 ([Hyperparameter Tuning with Ray
+Tune](https://docs.ray.io/en/latest/train/user-guides/hyperparameter-optimization.html)). A trial's driver takes one
+CPU (Tune's default) and its workers one each, so `tune_ray_train` lets as many trials run at once as the cluster
+has CPUs for (`max_concurrent_trials`, as that guide advises).
+"""
 MD["dcp-md"] = """## 5. Checkpoints that reshard: DCP
 
 With FSDP2 each rank holds a shard of every parameter and of Adam's state. `torch.distributed.checkpoint`

@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["announce", "wait_for", "kill_when", "announcements", "recovery", "ray_registered_epochs"]
+__all__ = ["announce", "wait_for", "kill_when", "announcements", "recovery", "ray_registered_epochs", "leftover_processes"]
 
 
 def announce(folder: str | None, rank: int, epoch: int) -> None:
@@ -107,3 +107,22 @@ def ray_registered_epochs(run_dir: str) -> list[int]:
     except (OSError, ValueError):   # not written yet, or being written
         return []
     return sorted(r["metrics"]["epoch"] for r in state.get("checkpoint_results", []) if "epoch" in r.get("metrics", {}))
+
+
+def leftover_processes() -> list[str]:
+    """This process's descendants still alive, as ``pid: command`` lines, other than multiprocessing's own helpers (10).
+
+    The fork server and the resource tracker that the course's launcher starts once per kernel stay on purpose;
+    every rank, ``torchrun`` agent and Ray process a cell started should be gone.
+    """
+    import psutil
+
+    alive = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            cmd = " ".join(p.cmdline())
+            if p.status() != psutil.STATUS_ZOMBIE and "forkserver" not in cmd and "resource_tracker" not in cmd:
+                alive.append(f"{p.pid}: {cmd[:120]}")
+        except psutil.Error:   # gone meanwhile
+            pass
+    return alive

@@ -1,8 +1,10 @@
 """Notebook 10's figure: when each epoch started, in runs a worker was killed in, and what the failure cost (10)."""
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_restarts"]
 
@@ -12,6 +14,8 @@ def plot_restarts(runs: dict[str, dict], label: str = "") -> Figure:
 
     ``runs`` maps a name to :func:`helpers.resilience.instruments.recovery`'s result.
     """
+    import matplotlib.pyplot as plt  # here: ranks that import this package never draw
+
     fig, axes = plt.subplots(len(runs), 1, figsize=(10, 1.6 + 1.3 * len(runs)), sharex=True, squeeze=False)
     for ax, (name, r) in zip(axes[:, 0], runs.items()):
         for epoch, t in r["started_s"]:

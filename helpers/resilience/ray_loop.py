@@ -4,7 +4,7 @@
 this function on every worker. Ray Train has already joined the workers in a process group (gloo on CPUs,
 nccl on GPUs) and gives each its rank (``ray.train.get_context()``); the setup is :func:`digits_setup`, so the
 data order and the weights are those of the course's launcher. After each epoch every worker reports the
-epoch's number with ``ray.train.report``, rank 0 with a checkpoint directory; a restarted group finds the last
+epoch's number and the validation accuracy with ``ray.train.report``, rank 0 with a checkpoint directory; a restarted group finds the last
 one with ``ray.train.get_checkpoint()`` and resumes from it.
 """
 from __future__ import annotations
@@ -14,7 +14,10 @@ import tempfile
 
 import torch
 import torch.distributed as dist
+from torch.utils.data import DataLoader
 
+from ..core.data import load_datasets
+from ..core.train import evaluate
 from .instruments import announce
 from .recipe import digits_setup, train_epochs
 
@@ -28,6 +31,7 @@ def ray_train_loop(config: dict) -> None:
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     model, opt, sampler, loader = digits_setup(rank, world, config.get("batch_size", 64), config.get("lr", 3e-3))
+    val = DataLoader(load_datasets("digits")["val"], batch_size=256)   # every worker: the whole validation split
     start = 0
     checkpoint = ray.train.get_checkpoint()
     if checkpoint is not None:  # a restarted group: every worker loads the same file
@@ -47,7 +51,8 @@ def ray_train_loop(config: dict) -> None:
                 torch.save({"model": model.module.state_dict(), "optimizer": opt.state_dict(),
                             "next_epoch": epoch + 1, "rng": rng}, os.path.join(d, "state.pt"))
                 saved = ray.train.Checkpoint.from_directory(d)
-            ray.train.report({"epoch": epoch, "pid": os.getpid()}, checkpoint=saved)  # every worker: a barrier
+            metrics = {"epoch": epoch, "pid": os.getpid(), "val_acc": evaluate(model.module, val)["acc"]}
+            ray.train.report(metrics, checkpoint=saved)  # every worker: a barrier
         return False
 
     train_epochs(model, opt, sampler, loader, start, config["epochs"], after_epoch,

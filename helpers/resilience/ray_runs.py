@@ -8,7 +8,7 @@ import torch
 
 from .ray_loop import ray_train_loop
 
-__all__ = ["run_ray_train"]
+__all__ = ["run_ray_train", "ray_train_trial", "tune_ray_train"]
 
 
 def run_ray_train(epochs: int, storage: str, name: str, workers: int = 2, max_failures: int = 0,
@@ -46,3 +46,43 @@ def run_ray_train(epochs: int, storage: str, name: str, workers: int = 2, max_fa
         state = torch.load(os.path.join(d, "state.pt"), map_location="cpu", weights_only=True)
     return {"seconds": seconds, "metrics": result.metrics, "params": list(state["model"].values()),
             "next_epoch": state["next_epoch"], "checkpoint": result.checkpoint.path}
+
+
+def ray_train_trial(config: dict) -> None:
+    """One Tune trial: a whole Ray Train run with this trial's learning rate, its reports passed on to Tune (10).
+
+    Ray Train v2's way of tuning a distributed trainer (``Tuner(trainer)`` is deprecated): Tune runs this
+    function once per trial, as the driver of a ``TorchTrainer``; ``TuneReportCallback`` hands each report of the
+    trainer's rank 0 to the trial.
+    """
+    from ray.train import RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+    from ray.tune.integration.ray_train import TuneReportCallback
+
+    trainer = TorchTrainer(
+        ray_train_loop, train_loop_config={"epochs": config["epochs"], "lr": config["lr"]},
+        scaling_config=ScalingConfig(num_workers=config["workers"], resources_per_worker={"CPU": 1}),
+        run_config=RunConfig(name=f"lr={config['lr']:g}", storage_path=config["storage"],
+                             callbacks=[TuneReportCallback()]))
+    trainer.fit()
+
+
+def tune_ray_train(lrs: list[float], epochs: int, storage: str, workers: int = 1, cpus: int = 2):
+    """``Tuner`` over Ray Train: one trial per learning rate, each trial a ``TorchTrainer`` of ``workers`` (10).
+
+    A trial is a driver that takes Tune's default of one CPU, and its trainer's workers one CPU each, so a cluster
+    of ``cpus`` CPUs runs ``cpus // (1 + workers)`` trials at once (``max_concurrent_trials``, as Ray Train's tuning
+    guide advises). Returns the ``ResultGrid``; its metric is the last epoch's validation accuracy.
+    """
+    from ray import tune
+
+    at_once = cpus // (1 + workers)
+    if at_once < 1:
+        raise ValueError(f"a trial of {workers} worker(s) needs {1 + workers} CPUs (its driver and its workers); "
+                         f"the cluster has {cpus}: use fewer workers or a larger cluster")
+    tuner = tune.Tuner(
+        ray_train_trial,
+        param_space={"lr": tune.grid_search(list(lrs)), "epochs": epochs, "workers": workers, "storage": storage},
+        tune_config=tune.TuneConfig(metric="val_acc", mode="max", max_concurrent_trials=at_once),
+        run_config=tune.RunConfig(name="tune", storage_path=storage, verbose=0))
+    return tuner.fit()

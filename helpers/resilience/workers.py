@@ -12,8 +12,6 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.tensor import DTensor
 
 from ..launching.ranks import local_device
 from .recipe import load_sharded, save_sharded
@@ -32,6 +30,7 @@ def mlp(layers: int = 2, width: int = 64) -> nn.Sequential:
 
 def fsdp2(model: nn.Sequential, world_size: int) -> tuple[nn.Module, torch.optim.Optimizer]:
     """Each ``Linear`` an FSDP2 unit, then the whole model; Adam on the sharded parameters (DTensors) (10)."""
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
     dev = local_device()
@@ -60,6 +59,7 @@ def _step(net: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.
 
 def _whole(model: nn.Module) -> list[torch.Tensor]:
     """Every parameter whole on the CPU (a DTensor's ``full_tensor()`` is a collective: every rank calls it)."""
+    from torch.distributed.tensor import DTensor  # here: DTensor's import costs ~1 s, and the package's other ranks never need it
     return [(p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu().clone() for p in model.parameters()]
 
 
