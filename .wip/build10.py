@@ -3,6 +3,7 @@ import sys
 import nbformat
 sys.path.insert(0, "/work/wt-10")
 from helpers.publish import setup_cell
+from helpers.resilience.lesson import RESUME_SKELETON
 sys.path.insert(0, "/work/wt-10/.wip")
 from md10 import MD
 
@@ -17,13 +18,13 @@ def code(cid, src, tags=None):
 md("title")
 code("setup", setup_cell())
 code("imports", r"""
-import functools, signal, tempfile
+import functools, os, signal, tempfile
 from pathlib import Path
 import torch
 from helpers import check, show
 from helpers.launching import launch, describe_launch
 from helpers.resilience import (
-    resumable_worker, save_state, load_state, Preemption,                 # 1-2: resume, SIGTERM
+    resumable_worker, rng_state, save_state, load_state, Preemption,      # 1-2: resume, SIGTERM
     announce, announcements, kill_when, recovery, plot_restarts, run_torchrun,  # 3: SIGKILL
     init_ray, shutdown_ray, ray_registered_epochs, ray_train_loop,        # 4: Ray Train
     run_ray_train, ray_train_trial, tune_ray_train,
@@ -34,7 +35,7 @@ work = Path(tempfile.mkdtemp(prefix="beyond-one-machine-"))   # every file this 
 """)
 
 md("resume-md")
-code("resume-show", "show(save_state, load_state, Preemption, resumable_worker)")
+code("resume-show", "show(rng_state, save_state, load_state, Preemption, resumable_worker)")
 code("whole", r"""
 EPOCHS = 3
 whole = launch(resumable_worker, 2, args=(EPOCHS, None), timeout=120)   # no checkpoint: reference
@@ -101,7 +102,6 @@ for name, r in runs.items():
 md("tune-md")
 code("tune-show", "show(ray_train_trial, tune_ray_train)")
 code("tune", r"""
-import os
 cpus = os.cpu_count() or 1
 if cpus >= 4:   # two trials side by side, each a driver and one worker: one CPU each
     resources = init_ray(nodes=2)
@@ -111,13 +111,12 @@ if cpus >= 4:   # two trials side by side, each a driver and one worker: one CPU
     for r in sorted(grid, key=lambda r: r.config["lr"]):
         print(f"lr {r.config['lr']:g}: validation accuracy {r.metrics['val_acc']:.3f} "
               f"after {r.metrics['epoch'] + 1} epochs")
-    print(f"best: lr {grid.get_best_result().config['lr']:g}")
     assert len(grid) == 2 and not grid.errors
 else:
-    print(f"skipped: {cpus} CPUs here; two trials side by side need 4 (a driver and a worker "
-          "each). On 4 or more this cell tunes the learning rate over two Ray Train runs and "
-          "prints each run's validation accuracy; `python -m helpers.bench resilience` runs it "
-          "here, one trial after the other.")
+    print(f"skipped: {cpus} CPUs here, and two trials side by side need 4 (a driver and a worker "
+          "each). With 4 or more, this cell tunes the learning rate over two Ray Train runs and "
+          "prints each run's validation accuracy; `python -m helpers.bench resilience` runs it on "
+          "any machine, one trial after the other where it must.")
 """, tags=["nbval-ignore-output"])
 md("dcp-md")
 code("dcp-save", r"""
@@ -190,25 +189,7 @@ shutil.rmtree(work)   # this notebook's temporary folder, and nothing else
 assert leftover_processes() == []   # every rank, torchrun agent and Ray process above has ended
 """)
 md("exercises")
-code("ex-resume", r"""
-import os
-from torch import nn
-
-def train(epochs, path, on_epoch):
-    model, optimizer, scheduler, loader = exercise_setup()
-    start = 0
-    if os.path.exists(path):
-        ...   # your code: restore what the next epoch depends on, and set start
-    for epoch in range(start, epochs):
-        on_epoch(epoch)
-        for x, y in loader:
-            optimizer.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            optimizer.step()
-        scheduler.step()
-        ...   # your code: save what a resumed run needs
-    return model
-
+code("ex-resume", RESUME_SKELETON.replace("import os\n", "") + """
 check("10.resume", train)
 """, tags=["long-cell:the exercise training loop with the two places to fill"])
 code("ex-lost", r"""

@@ -4,8 +4,9 @@ MD["title"] = """# 10 · Beyond one machine: a worker that dies, preemption, Ray
 Notebooks 03–09 ran one job on one machine from start to end. A job on many machines for hours meets
 failures: a node fails, a cloud reclaims a spot instance, the out-of-memory killer ends a process. The job then
 has to stop, start again and go on from where it was, and the result should not depend on whether it was
-interrupted. This notebook does each of these on this machine, with the real engines: `torchrun`'s restarts,
-Ray Train on the course's local two-node Ray cluster, and `torch.distributed.checkpoint` (DCP). Every
+interrupted. This notebook makes such failures on this machine (a worker killed, a job told to stop) and
+recovers from them with the real engines: `torchrun`'s restarts, Ray Train on the course's local two-node Ray
+cluster, and `torch.distributed.checkpoint` (DCP). Every
 interrupted run below is compared with the same training run without interruption.
 
 **Learning goals**
@@ -19,13 +20,16 @@ interrupted run below is compared with the same training run without interruptio
 """
 MD["resume-md"] = """## 1. A run that can stop and go on
 
-What does the next epoch depend on? The model's weights; the optimizer's state (Adam keeps two running averages
-per parameter and a step count); the epoch number, from which `DistributedSampler.set_epoch` makes that epoch's
-data order ([its docs](https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler));
-and the random-number state of each rank, which dropout and random augmentations draw from. `save_state` writes
-all four after every epoch, and `load_state` restores them; `torchrun`'s docs ask every script for such a save and load: "When any number of workers fail we restart all
-the workers with the same program arguments so you will lose progress up to the most recent checkpoint"
-([Train script, 3.](https://docs.pytorch.org/docs/stable/elastic/train_script.html)).
+What does the next epoch depend on? The model's weights; the optimizer's state (Adam keeps, for each parameter
+tensor, two running averages and a step count); a learning-rate scheduler's state, where there is one (this
+training has none); the epoch number, from which `DistributedSampler.set_epoch` makes that epoch's data order
+([its docs](https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler));
+and the random-number state of each rank (the CPU generator's, and its GPU's when the rank uses one), which
+dropout and random augmentations draw from. `save_state` writes them after every epoch, and `load_state`
+restores them. `torchrun`'s docs ask every script for such a save and load: "When any number of workers fail we
+restart all the workers with the same program arguments so you will lose progress up to the most recent
+checkpoint" ([Train script, 3.](https://docs.pytorch.org/docs/stable/elastic/train_script.html)): what was done
+since that checkpoint is lost.
 The file is written under another name and then renamed over the old one (`os.replace`), so a rank killed
 while writing leaves the last complete checkpoint, not half of a new one.
 """
@@ -40,12 +44,15 @@ epoch. Below, rank 0 alone gets SIGTERM in the middle of epoch 0; the same launc
 """
 MD["torchrun-md"] = """## 3. A worker dies: `torchrun` restarts the group
 
-SIGKILL cannot be caught: this is a node that fails, or the out-of-memory killer. `torchrun`'s agent
-"monitors workers and upon detecting worker failures or unhealthiness, tears down all workers and restarts
-everyone" ([Elastic Agent](https://docs.pytorch.org/docs/stable/elastic/agent.html)), at most
-`--max-restarts` times. The restarted workers run the script from its start: they resume from what the
-checkpoint holds, and nothing else. Below, rank 1 is killed in the middle of epoch 1; `helpers/resilience/script.py`
-is `resumable_worker` behind `torchrun`'s command line.
+SIGKILL cannot be caught: it is how the out-of-memory killer ends a worker. `torchrun`'s agent "monitors
+workers and upon detecting worker failures or unhealthiness, tears down all workers and restarts everyone"
+([Elastic Agent](https://docs.pytorch.org/docs/stable/elastic/agent.html)), at most `--max-restarts` times.
+The restarted workers run the script from its start: they resume from what the checkpoint holds, and nothing
+else. Below, rank 1 is killed in the middle of epoch 1 while its agent lives on; `helpers/resilience/script.py`
+is `resumable_worker` behind `torchrun`'s command line. A node that fails takes its agent with it: the other
+agents' next rendezvous then waits for a new node's agent to join (or, started with `--nnodes=MIN:MAX`, goes on
+with fewer nodes), or the scheduler starts the job again
+([torchrun](https://docs.pytorch.org/docs/stable/elastic/run.html)).
 
 One setting matters for the restart itself. By default the agent lends its rendezvous store (the key-value store
 where ranks leave their addresses) to the workers' process group, for every restart, while the process group's
@@ -70,10 +77,13 @@ checkpoint it registered ([fault tolerance](https://docs.ray.io/en/latest/train/
 
 *Registered* is the word to read twice. A report waits in its worker (in a queue of one: `worker.py` in
 `ray/train/v2/_internal/execution/worker_group/`) until Ray Train's controller polls the workers, every
-`RAY_TRAIN_HEALTH_CHECK_INTERVAL_S` seconds (2 by default, `constants.py` there; `run_ray_train` sets 0.2 for
-this notebook's epochs of a fraction of a second). A worker killed before that poll loses the checkpoint it
-reported. So the kill below waits until the controller has registered epoch 0's checkpoint: it rewrites
-`checkpoint_manager_snapshot.json` in the run's folder each time (`ray_registered_epochs` reads it).
+`RAY_TRAIN_HEALTH_CHECK_INTERVAL_S` seconds (2 by default, in `ray/train/v2/_internal/constants.py`;
+`run_ray_train` sets 0.2 for this notebook's epochs of a fraction of a second), and the controller registers an
+epoch's checkpoint (rank 0's) only once it holds every worker's report of that epoch
+(`checkpoint/report_handler.py` there). A worker killed before that poll takes its report with it, and that
+epoch's checkpoint is never registered. So the kill below waits until the controller has registered epoch 0's
+checkpoint: it rewrites `checkpoint_manager_snapshot.json` in the run's folder each time
+(`ray_registered_epochs` reads it). The warning Ray prints below ("A worker died or was killed …") is that kill.
 
 | | course launcher | `torchrun` | Ray Train |
 |---|---|---|---|
@@ -102,7 +112,10 @@ With FSDP2 each rank holds a shard of every parameter and of Adam's state. `torc
 which tensor is where; loading reads what the ranks *now* need, however many there are
 ([DCP docs](https://docs.pytorch.org/docs/stable/distributed.checkpoint.html)). `get_state_dict` and
 `set_state_dict` give the model's and the optimizer's state in that form. Below, 2 ranks train 3 steps and
-save; then 1 rank and 4 ranks load it and train 3 more, against one process that trained 6. The last cell times
+save; then 1 rank and 4 ranks load it and train 3 more, against one process that trained 6. The two ranks' files
+differ in size: an entry that every rank holds whole (Adam's step counts, the optimizer's settings) is written
+once, by one rank (`dedup_save_plans` in
+[_dedup_save_plans.py](https://github.com/pytorch/pytorch/blob/v2.14.1/torch/distributed/checkpoint/_dedup_save_plans.py)). The last cell times
 what a save costs the training: `dcp.save` returns when the files are written; `dcp.async_save` first copies the
 state into CPU memory, then returns a future and writes in a background thread, so training can go on while it
 writes ([`async_save`](https://docs.pytorch.org/docs/stable/distributed.checkpoint.html#torch.distributed.checkpoint.state_dict_saver.async_save)).
@@ -124,9 +137,12 @@ Nothing above needs more than one machine, yet it is the multi-node machinery: `
 `ray start --address` (`_start_ray` in [ray_cluster.py](../helpers/launching/ray_cluster.py)). On a cluster the
 same commands run on several machines; what changes is who starts them and the addresses. Below, a Slurm batch
 script and the Ray commands are written to files and checked as far as one machine can: the shell parses both
-(`bash -n`) and `torchrun`'s own parser reads the batch script's command. The `#SBATCH` options are [sbatch's](https://slurm.schedmd.com/sbatch.html): one task per node runs one
-`torchrun` agent there, `--signal=TERM@120` has Slurm send SIGTERM to the job's steps 120 s before its time
-limit (section 2's save-and-exit), `--requeue` lets the job be queued again. On Kubernetes,
+(`bash -n`) and `torchrun`'s own parser reads the batch script's command. The `#SBATCH` options are [sbatch's](https://slurm.schedmd.com/sbatch.html): one task per
+node runs one `torchrun` agent there; `--signal=TERM@120` has Slurm send SIGTERM to the job's steps about 120 s
+before its time limit (up to 60 s earlier, sbatch's docs say), for section 2's save-and-exit; `--requeue` lets
+the job be queued again after a node failure or a preemption. The step is `torchrun`: its agent passes SIGTERM on
+to the workers and kills them with SIGKILL after `TORCH_ELASTIC_SHUTDOWN_TIMEOUT` seconds (30 by default,
+`launcher/api.py` in torch), so the script sets it long enough for an epoch to finish and save. On Kubernetes,
 [KubeRay](https://docs.ray.io/en/latest/cluster/kubernetes/index.html) runs the same `ray start` commands in pods.
 """
 MD["exercises"] = """## Exercises

@@ -23,7 +23,7 @@ def test_recovery_measures_the_restart_and_the_redone_work_from_the_epoch_starts
     # rank 1: epochs 0 and 1 start at 10.0 and 10.5, killed at 10.6, epoch 1 starts again at 14.0 in a new process
     starts = _starts(tmp_path, [(1, 0, 7, 10.0), (0, 0, 6, 10.0), (1, 1, 7, 10.5), (1, 1, 9, 14.0), (1, 2, 9, 14.4)])
     r = recovery(starts, kill_at=10.6, rank=1)
-    assert r["resumed_epoch"] == 1
+    assert r["rank"] == 1 and r["resumed_epoch"] == 1
     assert r["recovery_s"] == pytest.approx(3.4) and r["redone_s"] == pytest.approx(0.1)
     assert r["lost_s"] == pytest.approx(3.5) and r["kill_s"] == pytest.approx(0.6)
     assert [e for e, _ in r["started_s"]] == [0, 1, 1, 2]

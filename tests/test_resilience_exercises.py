@@ -76,8 +76,27 @@ def test_the_untouched_skeleton_is_not_answered_yet():
             scheduler.step()
             ...   # your code: save what a resumed run needs
         return model
+    ok, message = verify("10.resume", train)   # the notebook's scaffold, as given (lesson.RESUME_SKELETON)
+    assert not ok and message.startswith("⏳ 10.resume: not answered yet"), message
+
+
+def test_the_scaffold_with_one_place_filled_is_judged_not_taken_for_untouched():
+    def train(epochs, path, on_epoch):
+        model, optimizer, scheduler, loader = exercise_setup()
+        start = 0
+        if os.path.exists(path):
+            ...   # your code: restore what the next epoch depends on, and set start
+        for epoch in range(start, epochs):
+            on_epoch(epoch)
+            for x, y in loader:
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+            scheduler.step()
+            torch.save({"model": model.state_dict(), "epoch": epoch + 1}, path)
+        return model
     ok, message = verify("10.resume", train)
-    assert not ok and "no checkpoint" in message, message
+    assert not ok and message.startswith("❌") and "only the epochs still to do" in message, message
 
 
 @pytest.mark.parametrize("answer, right", [(19, True), (15, False), (34, False), (4, False), (30, False)])

@@ -26,9 +26,12 @@ def _torchrun(nodes: int, gpus: int, endpoint: str, script_args: tuple[str, ...]
 def slurm_script(nodes: int = 2, gpus: int = 8, epochs: int = 3, checkpoint: str = "$SLURM_SUBMIT_DIR/state.pt") -> str:
     """A Slurm batch script: one ``torchrun`` agent per node (``srun``), restarts, SIGTERM before the time limit (10).
 
-    ``--signal=TERM@120``: Slurm sends SIGTERM to the job's steps 120 s before its time limit (``sbatch`` docs);
-    the script's ``Preemption`` turns it into a save and a clean exit, and ``--requeue`` lets the job be queued
-    again, where the same command resumes from the checkpoint.
+    ``--signal=TERM@120``: Slurm sends SIGTERM to the job's steps about 120 s before its time limit (up to 60 s
+    earlier: ``sbatch`` docs); the step is ``torchrun``, whose agent passes it on to the workers and kills them
+    ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT`` s later (30 by default, ``torch/distributed/launcher/api.py``): set here to
+    leave an epoch time to finish, where the script's ``Preemption`` saves and exits cleanly. ``--requeue`` lets
+    the job be queued again after a node failure or a preemption, where the same command resumes from the
+    checkpoint.
     """
     cmd = _torchrun(nodes, gpus, "$HEAD:29500", ("--epochs", str(epochs), "--checkpoint", checkpoint))
     cmd[cmd.index("--rdzv_id=beyond-one-gpu")] = "--rdzv_id=$SLURM_JOB_ID"
@@ -38,10 +41,11 @@ def slurm_script(nodes: int = 2, gpus: int = 8, epochs: int = 3, checkpoint: str
         f"#SBATCH --nodes={nodes}",
         "#SBATCH --ntasks-per-node=1      # one torchrun agent per node: it starts that node's ranks",
         f"#SBATCH --gpus-per-node={gpus}",
-        "#SBATCH --signal=TERM@120        # SIGTERM to the job's steps 120 s before the time limit",
-        "#SBATCH --requeue                # a preempted or requeued job runs again: it resumes from the checkpoint",
+        "#SBATCH --signal=TERM@120        # SIGTERM to the job's steps ~120 s before the time limit",
+        "#SBATCH --requeue                # queued again after a node failure or preemption: resumes",
         'HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)   # the rendezvous host',
         "export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1   # a store per rendezvous round (section 3)",
+        "export TORCH_ELASTIC_SHUTDOWN_TIMEOUT=110      # SIGTERM to SIGKILL, in torchrun (default 30 s)",
         "srun " + " ".join(cmd),
         ""])
 

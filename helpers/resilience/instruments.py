@@ -84,13 +84,13 @@ def recovery(starts: list[dict], kill_at: float, rank: int = 0) -> dict:
     ``resumed_epoch``: the first epoch started after the failure; ``recovery_s``: from the failure to that start
     (the restart: new processes, the process group, the checkpoint loaded); ``redone_s``: the work that start
     repeats, from the earlier start of that same epoch to the failure (what the checkpoint did not hold);
-    ``lost_s``: both. ``started_s``: each start's time from the run's first.
+    ``lost_s``: both. ``started_s``: each start's time from the run's first (``rank``'s).
     """
     mine = [a for a in starts if a["rank"] == rank]
     t0 = mine[0]["t"]
     after = next(a for a in mine if a["t"] > kill_at)
     before = next(a for a in mine if a["epoch"] == after["epoch"] and a["t"] < kill_at)
-    return {"resumed_epoch": after["epoch"], "recovery_s": after["t"] - kill_at, "redone_s": kill_at - before["t"],
+    return {"rank": rank, "resumed_epoch": after["epoch"], "recovery_s": after["t"] - kill_at, "redone_s": kill_at - before["t"],
             "lost_s": after["t"] - before["t"], "kill_s": kill_at - t0,
             "started_s": [(a["epoch"], a["t"] - t0) for a in mine]}
 

@@ -38,6 +38,27 @@ def exercise_setup() -> tuple[nn.Module, torch.optim.Optimizer, torch.optim.lr_s
     return model, optimizer, scheduler, DataLoader(data, batch_size=16, shuffle=True)
 
 
+RESUME_SKELETON = """\
+import os
+from torch import nn
+
+def train(epochs, path, on_epoch):
+    model, optimizer, scheduler, loader = exercise_setup()
+    start = 0
+    if os.path.exists(path):
+        ...   # your code: restore what the next epoch depends on, and set start
+    for epoch in range(start, epochs):
+        on_epoch(epoch)
+        for x, y in loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        scheduler.step()
+        ...   # your code: save what a resumed run needs
+    return model
+"""   # notebook 10's exercise cell, above its check(): a scaffold, so the check knows it untouched (is_skeleton)
+
+
 def _run(train: Callable, epochs: int, path: str, seed: int) -> tuple[list[int], int, list[torch.Tensor]]:
     """``train(epochs, path, on_epoch)`` in a random state of its own (a new process's): epochs, steps, parameters."""
     from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -79,7 +100,7 @@ def _resume_behaviour(train: Callable) -> str | None:
 
 
 EXERCISES = [
-    Exercise("10.resume", "code", behaviour=lambda fn: _resume_behaviour(fn),
+    Exercise("10.resume", "code", behaviour=lambda fn: _resume_behaviour(fn), skeleton=RESUME_SKELETON,
              hint="List everything the next epoch depends on: what the optimizer keeps besides the weights, what the "
                   "schedule keeps, which epoch comes next, and where dropout and shuffling draw their randomness.",
              why="A resumed run equals an uninterrupted one only when every state the next step reads is restored: "

@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader
 from ..core.data import load_datasets
 from ..core.train import evaluate
 from .instruments import announce
-from .recipe import digits_setup, train_epochs
+from .recipe import digits_setup, rng_state, set_rng_state, train_epochs
 
 __all__ = ["ray_train_loop"]
 
@@ -39,12 +39,12 @@ def ray_train_loop(config: dict) -> None:
             state = torch.load(os.path.join(d, "state.pt"), map_location="cpu", weights_only=True)
         model.module.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"][rank])
+        set_rng_state(state["rng"][rank])
         start = state["next_epoch"]
 
     def after_epoch(epoch: int) -> bool:
         rng = [None] * world
-        dist.all_gather_object(rng, torch.get_rng_state())
+        dist.all_gather_object(rng, rng_state())
         with tempfile.TemporaryDirectory() as d:
             saved = None
             if rank == 0:  # one copy of the replicated state: rank 0's

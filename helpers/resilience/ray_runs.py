@@ -4,9 +4,14 @@ from __future__ import annotations
 import os
 import time
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from .ray_loop import ray_train_loop
+
+if TYPE_CHECKING:
+    from ray.tune import ResultGrid
 
 __all__ = ["run_ray_train", "ray_train_trial", "tune_ray_train"]
 
@@ -67,7 +72,7 @@ def ray_train_trial(config: dict) -> None:
     trainer.fit()
 
 
-def tune_ray_train(lrs: list[float], epochs: int, storage: str, workers: int = 1, cpus: int = 2):
+def tune_ray_train(lrs: list[float], epochs: int, storage: str, workers: int = 1, cpus: int = 2) -> "ResultGrid":
     """``Tuner`` over Ray Train: one trial per learning rate, each trial a ``TorchTrainer`` of ``workers`` (10).
 
     A trial is a driver that takes Tune's default of one CPU, and its trainer's workers one CPU each, so a cluster

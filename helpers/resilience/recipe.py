@@ -21,8 +21,21 @@ from ..core.data import load_datasets
 from ..core.models import DigitsCNN
 from ..launching.ranks import local_device
 
-__all__ = ["save_state", "load_state", "Preemption", "digits_setup", "train_epochs", "resumable_worker", "save_sharded",
+__all__ = ["rng_state", "set_rng_state", "save_state", "load_state", "Preemption", "digits_setup", "train_epochs", "resumable_worker", "save_sharded",
            "load_sharded"]
+
+
+def rng_state() -> dict:
+    """This rank's random-number state: the CPU generator's, and its GPU's when the rank uses one (10)."""
+    dev = local_device()
+    return {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state(dev) if dev.type == "cuda" else None}
+
+
+def set_rng_state(state: dict) -> None:
+    """Put back on this rank what :func:`rng_state` took (10)."""
+    torch.set_rng_state(state["cpu"])
+    if state["cuda"] is not None:
+        torch.cuda.set_rng_state(state["cuda"], local_device())
 
 
 def save_state(path: str, model: DDP, optimizer: torch.optim.Optimizer, next_epoch: int) -> None:
@@ -32,7 +45,7 @@ def save_state(path: str, model: DDP, optimizer: torch.optim.Optimizer, next_epo
     complete checkpoint, never half of one (``os.replace`` is atomic on one filesystem).
     """
     rng = [None] * dist.get_world_size()
-    dist.all_gather_object(rng, torch.get_rng_state())
+    dist.all_gather_object(rng, rng_state())
     if dist.get_rank() == 0:
         state = {"model": model.module.state_dict(), "optimizer": optimizer.state_dict(),
                  "next_epoch": next_epoch, "rng": rng}
@@ -48,7 +61,7 @@ def load_state(path: str, model: DDP, optimizer: torch.optim.Optimizer) -> int:
     state = torch.load(path, map_location="cpu", weights_only=True)
     model.module.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
-    torch.set_rng_state(state["rng"][dist.get_rank()])
+    set_rng_state(state["rng"][dist.get_rank()])
     return state["next_epoch"]
 
 
