@@ -192,7 +192,11 @@ def verify(exercise: str, answer: Any) -> tuple[bool, str]:
                          "Hint: {hint}", id=exercise, precision=precision, hint=hint)
     if ex.kind == "code":
         ok, message = _verify_code(ex, answer, hint, why)
-        if not ok and (untouched_skeleton(answer) or (ex.skeleton is not None and is_skeleton(answer, ex.skeleton))):
+        if not ok and ex.skeleton is not None and is_skeleton(answer, ex.skeleton):
+            return False, tr("check.scaffold_unanswered", "⏳ {id}: not answered yet — your function is still the "
+                             "notebook's skeleton. Write your code where it says ... # your code. Hint: {hint}",
+                             id=exercise, hint=hint)
+        if not ok and untouched_skeleton(answer):
             return False, tr("check.code_unanswered", "⏳ {id}: not answered yet — your function is still the skeleton: "
                              "it computes nothing from its inputs. Write your code where it says ... or # your code. "
                              "Hint: {hint}", id=exercise, hint=hint)
