@@ -115,8 +115,8 @@ if cpus >= 4:   # two trials side by side, each a driver and one worker: one CPU
 else:
     print(f"skipped: {cpus} CPUs here, and two trials side by side need 4 (a driver and a worker "
           "each). With 4 or more, this cell tunes the learning rate over two Ray Train runs and "
-          "prints each run's validation accuracy; `python -m helpers.bench resilience` runs it on "
-          "any machine, one trial after the other where it must.")
+          "prints each run's validation accuracy; `python -m helpers.bench resilience` runs it with "
+          "2 CPUs or more, one trial at a time on 2 or 3.")
 """, tags=["nbval-ignore-output"])
 md("dcp-md")
 code("dcp-save", r"""
@@ -186,7 +186,8 @@ code("cleanup", r"""
 import shutil
 print(f"removing {work}: " + ", ".join(sorted(p.name for p in work.iterdir())))
 shutil.rmtree(work)   # this notebook's temporary folder, and nothing else
-assert leftover_processes() == []   # every rank, torchrun agent and Ray process above has ended
+assert leftover_processes() == []   # every rank and torchrun agent started above has ended
+# (Ray's processes leave this kernel's process tree: shutdown_ray ended them by their session folder)
 """)
 md("exercises")
 code("ex-resume", RESUME_SKELETON.replace("import os\n", "") + """

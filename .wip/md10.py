@@ -50,9 +50,12 @@ workers and upon detecting worker failures or unhealthiness, tears down all work
 The restarted workers run the script from its start: they resume from what the checkpoint holds, and nothing
 else. Below, rank 1 is killed in the middle of epoch 1 while its agent lives on; `helpers/resilience/script.py`
 is `resumable_worker` behind `torchrun`'s command line. A node that fails takes its agent with it: the other
-agents' next rendezvous then waits for a new node's agent to join (or, started with `--nnodes=MIN:MAX`, goes on
-with fewer nodes), or the scheduler starts the job again
-([torchrun](https://docs.pytorch.org/docs/stable/elastic/run.html)).
+agents' next rendezvous then waits, up to its join timeout, for a new node's agent to join, or, started with
+`--nnodes=MIN:MAX`, goes on with fewer nodes while at least MIN remain
+([torchrun](https://docs.pytorch.org/docs/stable/elastic/run.html)). If the failed node held the rendezvous
+endpoint, the store went with it (the agent on the endpoint's host serves it: `_create_tcp_store` in
+[c10d_rendezvous_backend.py](https://github.com/pytorch/pytorch/blob/v2.14.1/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py)),
+and only the scheduler starting the job again helps.
 
 One setting matters for the restart itself. By default the agent lends its rendezvous store (the key-value store
 where ranks leave their addresses) to the workers' process group, for every restart, while the process group's
@@ -76,11 +79,12 @@ the worker group once after a worker dies, and `ray.train.get_checkpoint()` give
 checkpoint it registered ([fault tolerance](https://docs.ray.io/en/latest/train/user-guides/fault-tolerance.html)).
 
 *Registered* is the word to read twice. A report waits in its worker (in a queue of one: `worker.py` in
-`ray/train/v2/_internal/execution/worker_group/`) until Ray Train's controller polls the workers, every
+`ray/train/v2/_internal/execution/worker_group/`) until Ray Train's controller (an actor Ray Train starts on the driver's node: it starts the worker group,
+polls it, collects the reports and keeps the list of checkpoints) polls the workers, every
 `RAY_TRAIN_HEALTH_CHECK_INTERVAL_S` seconds (2 by default, in `ray/train/v2/_internal/constants.py`;
 `run_ray_train` sets 0.2 for this notebook's epochs of a fraction of a second), and the controller registers an
 epoch's checkpoint (rank 0's) only once it holds every worker's report of that epoch
-(`checkpoint/report_handler.py` there). A worker killed before that poll takes its report with it, and that
+(`ray/train/v2/_internal/execution/checkpoint/report_handler.py`). A worker killed before that poll takes its report with it, and that
 epoch's checkpoint is never registered. So the kill below waits until the controller has registered epoch 0's
 checkpoint: it rewrites `checkpoint_manager_snapshot.json` in the run's folder each time
 (`ray_registered_epochs` reads it). The warning Ray prints below ("A worker died or was killed …") is that kill.
@@ -126,7 +130,8 @@ A collective waits until every rank of the group calls it. Ranks that call diffe
 point, or a rank that never arrives, leave the others waiting until the process group's timeout. Two tools
 name the culprit sooner ([Debugging torch.distributed applications](https://docs.pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications)):
 with `TORCH_DISTRIBUTED_DEBUG=DETAIL` every collective is first checked against the other ranks'; and
-`dist.monitored_barrier` (gloo) waits with a timeout and names the ranks that did not arrive. On GPUs, NCCL's
+`dist.monitored_barrier` (gloo) waits with a timeout and names the first rank that did not arrive, or all of
+them with `wait_all_ranks=True` (used here). On GPUs, NCCL's
 Flight Recorder keeps the last collectives of each rank for the same question
 ([tutorial](https://docs.pytorch.org/tutorials/unstable/flight_recorder_tutorial.html); not run here: it needs nccl).
 """
@@ -135,12 +140,15 @@ MD["cluster-md"] = """## 7. From here to a real cluster
 Nothing above needs more than one machine, yet it is the multi-node machinery: `torchrun` with a c10d rendezvous
 (notebook 03 ran two agents that met at one), and `init_ray(nodes=2)` starts its nodes with `ray start --head` and
 `ray start --address` (`_start_ray` in [ray_cluster.py](../helpers/launching/ray_cluster.py)). On a cluster the
-same commands run on several machines; what changes is who starts them and the addresses. Below, a Slurm batch
+same commands run on several machines; what changes is who starts them, the addresses, and the secret:
+`init_ray` turns on Ray's token authentication with a token of its own, and on a cluster every node and the
+driver need `RAY_AUTH_MODE=token` and the same token
+([Ray token authentication](https://docs.ray.io/en/latest/ray-security/token-auth.html)). Below, a Slurm batch
 script and the Ray commands are written to files and checked as far as one machine can: the shell parses both
 (`bash -n`) and `torchrun`'s own parser reads the batch script's command. The `#SBATCH` options are [sbatch's](https://slurm.schedmd.com/sbatch.html): one task per
 node runs one `torchrun` agent there; `--signal=TERM@120` has Slurm send SIGTERM to the job's steps about 120 s
 before its time limit (up to 60 s earlier, sbatch's docs say), for section 2's save-and-exit; `--requeue` lets
-the job be queued again after a node failure or a preemption. The step is `torchrun`: its agent passes SIGTERM on
+the job be queued again after a node failure or a preemption. The step runs `torchrun`'s agent, which passes SIGTERM on
 to the workers and kills them with SIGKILL after `TORCH_ELASTIC_SHUTDOWN_TIMEOUT` seconds (30 by default,
 `launcher/api.py` in torch), so the script sets it long enough for an epoch to finish and save. On Kubernetes,
 [KubeRay](https://docs.ray.io/en/latest/cluster/kubernetes/index.html) runs the same `ray start` commands in pods.

@@ -51,9 +51,18 @@ def slurm_script(nodes: int = 2, gpus: int = 8, epochs: int = 3, checkpoint: str
 
 
 def ray_cluster_script(port: int = 6379) -> str:
-    """The commands that make a Ray cluster of several machines, and the driver's connection (10)."""
+    """The commands that make a Ray cluster of several machines, and the driver's connection (10).
+
+    With Ray's token authentication on, as :func:`~helpers.launching.ray_cluster.init_ray` has it for its local
+    cluster: every node and the driver need ``RAY_AUTH_MODE=token`` and the same token (Ray's docs: "Ray token
+    authentication"); ``ray start --head`` without them starts a cluster anyone on the network can use.
+    """
     return "\n".join([
         "#!/bin/bash",
+        "# on every node and for the driver: token authentication on, with one shared secret",
+        "export RAY_AUTH_MODE=token",
+        "export RAY_AUTH_TOKEN_PATH=/path/to/token   # the same secret on every node: one file, copied",
+        "# (ray get-auth-token --generate makes one in ~/.ray/auth_token and prints it)",
         "# on the head node:",
         f"ray start --head --port={port}",
         "# on every other node (HEAD_IP: the head node's address):",
