@@ -26,7 +26,10 @@ training has none); the epoch number, from which `DistributedSampler.set_epoch` 
 ([its docs](https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler));
 and the random-number state of each rank (the CPU generator's, and its GPU's when the rank uses one), which
 dropout and random augmentations draw from. `save_state` writes them after every epoch, and `load_state`
-restores them. `torchrun`'s docs ask every script for such a save and load: "When any number of workers fail we
+restores them. This training draws nothing from the global random state (the model has no dropout, and
+`DistributedSampler` shuffles with a generator of its own, seeded from the epoch), so the asserts below check the
+weights, the optimizer and the epoch; the exercise at the end, with dropout and a shuffled loader, checks the
+random state too. `torchrun`'s docs ask every script for such a save and load: "When any number of workers fail we
 restart all the workers with the same program arguments so you will lose progress up to the most recent
 checkpoint" ([Train script, 3.](https://docs.pytorch.org/docs/stable/elastic/train_script.html)): what was done
 since that checkpoint is lost.
@@ -35,9 +38,13 @@ while writing leaves the last complete checkpoint, not half of a new one.
 """
 MD["preempt-md"] = """## 2. Preemption: SIGTERM, save, exit, launch again
 
-A scheduler that needs the machine back (Kubernetes, Slurm, a cloud reclaiming a spot instance) first sends
-SIGTERM, and kills the process only after a grace period ([Kubernetes: termination of
-Pods](https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination)). A process that
+A scheduler that needs the machine back first sends SIGTERM, and kills the process only after a grace period
+([Kubernetes: termination of
+Pods](https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination); Slurm's `--signal`,
+section 7). A cloud reclaiming a spot instance gives a notice instead (on AWS, two minutes ahead, in the
+instance's metadata: [Spot Instance interruption
+notices](https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html)), which a
+watcher on the node can turn into the same SIGTERM. A process that
 dies on SIGTERM loses the epoch it was in. `Preemption` only notes the signal; after each epoch's checkpoint
 the ranks agree, with an all-reduce, whether any of them was asked to stop, so that all leave at the same
 epoch. Below, rank 0 alone gets SIGTERM in the middle of epoch 0; the same launch, run again, resumes.
@@ -53,7 +60,7 @@ is `resumable_worker` behind `torchrun`'s command line. A node that fails takes 
 agents' next rendezvous then waits, up to its join timeout, for a new node's agent to join, or, started with
 `--nnodes=MIN:MAX`, goes on with fewer nodes while at least MIN remain
 ([torchrun](https://docs.pytorch.org/docs/stable/elastic/run.html)). If the failed node held the rendezvous
-endpoint, the store went with it (the agent on the endpoint's host serves it: `_create_tcp_store` in
+endpoint, the rendezvous store went with it (the agent on the endpoint's host serves it: `_create_tcp_store` in
 [c10d_rendezvous_backend.py](https://github.com/pytorch/pytorch/blob/v2.14.1/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py)),
 and only the scheduler starting the job again helps.
 
@@ -78,16 +85,17 @@ order and the weights are those of the course's launcher. After each epoch every
 the worker group once after a worker dies, and `ray.train.get_checkpoint()` gives the restarted workers the last
 checkpoint it registered ([fault tolerance](https://docs.ray.io/en/latest/train/user-guides/fault-tolerance.html)).
 
-*Registered* is the word to read twice. A report waits in its worker (in a queue of one: `worker.py` in
-`ray/train/v2/_internal/execution/worker_group/`) until Ray Train's controller (an actor Ray Train starts on the driver's node: it starts the worker group,
-polls it, collects the reports and keeps the list of checkpoints) polls the workers, every
-`RAY_TRAIN_HEALTH_CHECK_INTERVAL_S` seconds (2 by default, in `ray/train/v2/_internal/constants.py`;
-`run_ray_train` sets 0.2 for this notebook's epochs of a fraction of a second), and the controller registers an
-epoch's checkpoint (rank 0's) only once it holds every worker's report of that epoch
-(`ray/train/v2/_internal/execution/checkpoint/report_handler.py`). A worker killed before that poll takes its report with it, and that
-epoch's checkpoint is never registered. So the kill below waits until the controller has registered epoch 0's
-checkpoint: it rewrites `checkpoint_manager_snapshot.json` in the run's folder each time
-(`ray_registered_epochs` reads it). The warning Ray prints below ("A worker died or was killed …") is that kill.
+*Registered* is the word to read twice. Ray Train's *controller* is an actor it starts on the driver's node: it
+starts the worker group, polls it, collects the workers' reports and keeps the list of checkpoints. A report waits
+in its worker (in a queue of one: `worker.py` in `ray/train/v2/_internal/execution/worker_group/`) until the
+controller's next poll, every `RAY_TRAIN_HEALTH_CHECK_INTERVAL_S` seconds (2 by default, in
+`ray/train/v2/_internal/constants.py`; `run_ray_train` sets 0.2 for this notebook's epochs of a fraction of a
+second), and the controller registers an epoch's checkpoint (rank 0's) only once it holds every worker's report
+of that epoch (`ray/train/v2/_internal/execution/checkpoint/report_handler.py`). A worker killed before that
+poll takes its report with it, and that epoch's checkpoint is never registered. So the kill below waits until the
+controller has registered epoch 0's checkpoint: it rewrites `checkpoint_manager_snapshot.json` in the run's
+folder each time (`ray_registered_epochs` reads it). The warning Ray prints below ("A worker died or was killed
+…") is that kill.
 
 | | course launcher | `torchrun` | Ray Train |
 |---|---|---|---|
@@ -131,17 +139,22 @@ point, or a rank that never arrives, leave the others waiting until the process 
 name the culprit sooner ([Debugging torch.distributed applications](https://docs.pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications)):
 with `TORCH_DISTRIBUTED_DEBUG=DETAIL` every collective is first checked against the other ranks'; and
 `dist.monitored_barrier` (gloo) waits with a timeout and names the first rank that did not arrive, or all of
-them with `wait_all_ranks=True` (used here). On GPUs, NCCL's
-Flight Recorder keeps the last collectives of each rank for the same question
-([tutorial](https://docs.pytorch.org/tutorials/unstable/flight_recorder_tutorial.html); not run here: it needs nccl).
+them with `wait_all_ranks=True` (used here). PyTorch's Flight Recorder keeps a record of each rank's last
+collectives for the same question
+([tutorial](https://docs.pytorch.org/tutorials/unstable/flight_recorder_tutorial.html)); this notebook does not
+run it. DETAIL numbers a group's collectives from 0, and the launcher's own barrier after joining the group is
+number 0: the first collective of the function launched below is number 1.
 """
 MD["cluster-md"] = """## 7. From here to a real cluster
 
 Nothing above needs more than one machine, yet it is the multi-node machinery: `torchrun` with a c10d rendezvous
 (notebook 03 ran two agents that met at one), and `init_ray(nodes=2)` starts its nodes with `ray start --head` and
 `ray start --address` (`_start_ray` in [ray_cluster.py](../helpers/launching/ray_cluster.py)). On a cluster the
-same commands run on several machines; what changes is who starts them, the addresses, and the secret:
-`init_ray` turns on Ray's token authentication with a token of its own, and on a cluster every node and the
+same commands run on several machines; what changes is who starts them, the addresses, where checkpoints live
+(a path every node reads and writes: a shared filesystem or cloud storage, for the script's `--checkpoint` as
+for Ray Train's `storage_path`: [Configuring Persistent
+Storage](https://docs.ray.io/en/latest/train/user-guides/persistent-storage.html)), and the secret:
+`init_ray` turns on Ray's token authentication with a token it makes (unless you set one), and on a cluster every node and the
 driver need `RAY_AUTH_MODE=token` and the same token
 ([Ray token authentication](https://docs.ray.io/en/latest/ray-security/token-auth.html)). Below, a Slurm batch
 script and the Ray commands are written to files and checked as far as one machine can: the shell parses both
@@ -168,7 +181,8 @@ MD["recap"] = """## Recap
 
 - A resumed run equals an uninterrupted one when the checkpoint holds everything the next epoch reads: weights,
   optimizer state, the next epoch (the sampler's order follows from it) and each rank's random state; written
-  whole or not at all (`os.replace`). Asserted bit for bit after SIGTERM (section 2) and after SIGKILL (3).
+  whole or not at all (`os.replace`). Asserted bit for bit after SIGTERM (section 2) and after SIGKILL (3), for
+  a training that draws nothing from the random state; the exercise checks a run that does.
 - SIGTERM is a warning, not an end: note it, finish the epoch, save, agree across ranks, exit; the same launch
   resumes.
 - `torchrun --max-restarts` and Ray Train's `FailureConfig(max_failures=...)` restart the whole group; what a

@@ -49,8 +49,8 @@ def test_what_it_said_keeps_each_culprit_once():
               "CollectiveFingerPrint(SequenceNumber=1, OpType=ALLREDUCE, TensorShape=[1]), but Rank 1 is running "
               "collective: CollectiveFingerPrint(SequenceNumber=1, OpType=BROADCAST, TensorShape=[1])")
     said = what_it_said(detail + "\n" + detail)   # every rank's error repeats it
-    assert said == ["rank 0: ALLREDUCE (the group's collective number 1)",
-                    "rank 1: BROADCAST (the group's collective number 1)"]
+    assert said == ["rank 0: ALLREDUCE (sequence number 1 in the group)",
+                    "rank 1: BROADCAST (sequence number 1 in the group)"]
     assert what_it_said("x Ranks 1, 3 failed to pass monitoredBarrier in 2000 ms y") == [
         "Ranks 1, 3 failed to pass monitoredBarrier in 2000 ms"]
     assert what_it_said("Connection reset by peer") == []

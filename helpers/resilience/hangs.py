@@ -67,7 +67,7 @@ def what_it_said(message: str) -> list[str]:
     """The lines of a failed launch's error that name the culprit, shortened (10): each rank's collective from
     DETAIL's mismatch report (its type and sequence number), or the ranks ``monitored_barrier`` missed.
     """
-    said = [f"rank {r}: {op} (the group's collective number {seq})" for r, seq, op in
+    said = [f"rank {r}: {op} (sequence number {seq} in the group)" for r, seq, op in
             re.findall(r"Rank (\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(\d+), OpType=(\w+)",
                        message)]
     said += re.findall(r"Ranks [\d, ]+ failed to pass monitoredBarrier in \d+ ms", message)

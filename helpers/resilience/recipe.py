@@ -68,7 +68,8 @@ def load_state(path: str, model: DDP, optimizer: torch.optim.Optimizer) -> int:
 class Preemption:
     """SIGTERM noted, not obeyed at once: the loop finishes its epoch, saves, and leaves cleanly (10).
 
-    A scheduler or a cloud reclaiming a spot instance sends SIGTERM, then SIGKILL after a grace period;
+    A scheduler that needs the machine back sends SIGTERM, then SIGKILL after a grace period (a spot instance's
+    reclaim notice can be turned into the same SIGTERM by a watcher on the node);
     a process that dies on SIGTERM loses the epoch it was in. With this handler installed the signal only
     sets ``requested``; the loop checks it after each epoch's checkpoint.
     """
