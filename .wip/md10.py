@@ -13,7 +13,7 @@ interrupted run below is compared with the same training run without interruptio
 - Say which state a training run must save so that a resumed run equals an uninterrupted one, and write it.
 - Turn SIGTERM, the warning a scheduler sends before it stops a job, into a clean save and exit.
 - Let `torchrun --max-restarts` and Ray Train's `FailureConfig` restart a job whose worker was killed, and
-  measure what the failure cost with and without a checkpoint.
+  measure what the failure cost with a checkpoint, and estimate from the same run what it would cost without.
 - Run the course's DDP training as a Ray Train `TorchTrainer`, and map it onto the launcher and `torchrun`.
 - Save an FSDP2 model with DCP on 2 ranks and load it on 1 and on 4; measure what `async_save` hides.
 - Name a hang: what `TORCH_DISTRIBUTED_DEBUG=DETAIL` and `monitored_barrier` say.
@@ -26,10 +26,11 @@ training has none); the epoch number, from which `DistributedSampler.set_epoch` 
 ([its docs](https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler));
 and the random-number state of each rank (the CPU generator's, and its GPU's when the rank uses one), which
 dropout and random augmentations draw from. `save_state` writes them after every epoch, and `load_state`
-restores them. This training draws nothing from the global random state (the model has no dropout, and
-`DistributedSampler` shuffles with a generator of its own, seeded from the epoch), so the asserts below check the
-weights, the optimizer and the epoch; the exercise at the end, with dropout and a shuffled loader, checks the
-random state too. `torchrun`'s docs ask every script for such a save and load: "When any number of workers fail we
+restores them. Nothing this training computes depends on the global random state (the model has no dropout,
+and `DistributedSampler` shuffles with a generator of its own, seeded from the epoch; the `DataLoader` does draw
+a seed from it each epoch, for worker processes it does not have here), so the asserts below check the weights,
+the optimizer and the epoch; the exercise at the end, with dropout and a shuffled loader, checks the random state
+too. `torchrun`'s docs ask every script for such a save and load: "When any number of workers fail we
 restart all the workers with the same program arguments so you will lose progress up to the most recent
 checkpoint" ([Train script, 3.](https://docs.pytorch.org/docs/stable/elastic/train_script.html)): what was done
 since that checkpoint is lost.
@@ -40,8 +41,9 @@ MD["preempt-md"] = """## 2. Preemption: SIGTERM, save, exit, launch again
 
 A scheduler that needs the machine back first sends SIGTERM, and kills the process only after a grace period
 ([Kubernetes: termination of
-Pods](https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination); Slurm's `--signal`,
-section 7). A cloud reclaiming a spot instance gives a notice instead (on AWS, two minutes ahead, in the
+Pods](https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination); Slurm's preemption, with
+its `GraceTime`: [Preemption](https://slurm.schedmd.com/preempt.html)). Section 7 adds Slurm's warning before a
+job's own time limit. A cloud reclaiming a spot instance gives a notice instead (on AWS, two minutes ahead, in the
 instance's metadata: [Spot Instance interruption
 notices](https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html)), which a
 watcher on the node can turn into the same SIGTERM. A process that
@@ -64,16 +66,18 @@ endpoint, the rendezvous store went with it (the agent on the endpoint's host se
 [c10d_rendezvous_backend.py](https://github.com/pytorch/pytorch/blob/v2.14.1/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py)),
 and only the scheduler starting the job again helps.
 
-One setting matters for the restart itself. By default the agent lends its rendezvous store (the key-value store
-where ranks leave their addresses) to the workers' process group, for every restart, while the process group's
+One setting matters for the restart itself. By default the agent lends the workers' process group the store it
+made for its first rendezvous (the key-value store where ranks leave their addresses), and the same one again for
+every restart, while the process group's
 code assumes a new store for each retry ("We create a new TCPStore for every retry so no need to add prefix for
 each attempt", `_create_c10d_store` in
-[rendezvous.py](https://github.com/pytorch/pytorch/blob/v2.14.1/torch/distributed/rendezvous.py)). A restarted
-rank can then read the address a dead rank left, and its connection is refused
-([pytorch#135712](https://github.com/pytorch/pytorch/issues/135712) reports it under nccl). With
+[rendezvous.py](https://github.com/pytorch/pytorch/blob/v2.14.1/torch/distributed/rendezvous.py)).
+[pytorch#135712](https://github.com/pytorch/pytorch/issues/135712) reports restarted ranks whose connections
+are refused under nccl; this notebook does not show the failure, and gives each round a store of its own. With
 `TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1` each rendezvous round has a store of its own
 (`use_agent_store` in [dynamic_rendezvous.py](https://github.com/pytorch/pytorch/blob/v2.14.1/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py));
-`python -m helpers.bench resilience` counts how many restarts fail with and without it.
+`python -m helpers.bench resilience` counts how many restarts fail with and without it on your machine (gloo:
+the README's results table).
 """
 MD["ray-md"] = """## 4. Ray Train: the same training as a `TorchTrainer`
 
@@ -171,7 +175,8 @@ MD["exercises"] = """## Exercises
 1. **Code.** `train(epochs, path, on_epoch)` below trains a small model with dropout, Adam, a learning rate that
    decays each epoch (`LambdaLR`) and a shuffled loader. Fill in the two places so that a run stopped after any epoch and
    started again with the same `path` ends exactly where an uninterrupted run ends. The check stops runs after
-   various epochs and starts them again in another random state (as a new process would), and compares the
+   various epochs and starts them again as a new process would (from the random state `exercise_setup` leaves,
+   not where the stopped run was), and compares the
    epochs trained, the optimizer steps taken and the final parameters.
 2. A job saves a checkpoint every 30 minutes. A node fails at a moment spread evenly between two checkpoints,
    and starting again on a new node (processes, process group, loading the checkpoint) takes 4 minutes. How
@@ -180,9 +185,10 @@ MD["exercises"] = """## Exercises
 MD["recap"] = """## Recap
 
 - A resumed run equals an uninterrupted one when the checkpoint holds everything the next epoch reads: weights,
-  optimizer state, the next epoch (the sampler's order follows from it) and each rank's random state; written
-  whole or not at all (`os.replace`). Asserted bit for bit after SIGTERM (section 2) and after SIGKILL (3), for
-  a training that draws nothing from the random state; the exercise checks a run that does.
+  optimizer state, a scheduler's state where there is one, the next epoch (the sampler's order follows from it)
+  and each rank's random state; written whole or not at all (`os.replace`). Asserted bit for bit after SIGTERM
+  (section 2) and after SIGKILL (3), for a training whose results depend on no random draw; the exercise checks a
+  run whose results do.
 - SIGTERM is a warning, not an end: note it, finish the epoch, save, agree across ranks, exit; the same launch
   resumes.
 - `torchrun --max-restarts` and Ray Train's `FailureConfig(max_failures=...)` restart the whole group; what a

@@ -2,7 +2,8 @@
 
 The code exercise is a training loop with dropout, Adam, a learning-rate schedule and a shuffled loader, in one
 process; the student writes what it saves after each epoch and what it restores before the first. The check
-stops a run after some epochs and resumes it with another random state (a new process's), then compares the
+stops a run after some epochs and resumes it as a new process would (from the random state ``exercise_setup``
+leaves, not where the stopped run was), then compares the
 resumed run with an uninterrupted one: the epochs each trained, the optimizer steps each took, the parameters.
 """
 from __future__ import annotations
@@ -107,8 +108,7 @@ EXERCISES = [
                  "torch.save and torch.load of the state_dicts of model, optimizer and scheduler, the next epoch, and "
                  "torch.get_rng_state() / torch.set_rng_state() (with CUDA, torch.cuda.get_rng_state_all() too)."),
     Exercise("10.lost_minutes", "int", digest="11e509c21f246583f6b006e19a3f282ec3e9ac4adfd8634cb4cd43325a5d6a9e",
-             hint="A failure comes at a random moment between two checkpoints: how much work since the last one is "
-                  "lost on average, and what does the restart itself add?",
+             hint="What is lost depends on when, between two checkpoints, the failure comes.",
              why="Half the interval on average, plus the restart. Checkpointing more often loses less per failure but "
                  "costs a save each time: Young's approximation puts the best interval near sqrt(2 × save time × mean "
                  "time between failures) (Young 1974, https://doi.org/10.1145/361147.361115)."),
