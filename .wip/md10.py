@@ -42,7 +42,7 @@ MD["preempt-md"] = """## 2. Preemption: SIGTERM, save, exit, launch again
 A scheduler that needs the machine back first sends SIGTERM, and kills the process only after a grace period
 ([Kubernetes: termination of
 Pods](https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination); Slurm's preemption, with
-its `GraceTime`: [Preemption](https://slurm.schedmd.com/preempt.html)). Section 7 adds Slurm's warning before a
+the `GraceTime` a site may set: [Preemption](https://slurm.schedmd.com/preempt.html)). Section 7 adds Slurm's warning before a
 job's own time limit. A cloud reclaiming a spot instance gives a notice instead (on AWS, two minutes ahead, in the
 instance's metadata: [Spot Instance interruption
 notices](https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html)), which a
@@ -73,11 +73,11 @@ code assumes a new store for each retry ("We create a new TCPStore for every ret
 each attempt", `_create_c10d_store` in
 [rendezvous.py](https://github.com/pytorch/pytorch/blob/v2.14.1/torch/distributed/rendezvous.py)).
 [pytorch#135712](https://github.com/pytorch/pytorch/issues/135712) reports restarted ranks whose connections
-are refused under nccl; this notebook does not show the failure, and gives each round a store of its own. With
-`TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1` each rendezvous round has a store of its own
+are refused under nccl. With `TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1` each rendezvous round has a store of its own,
+as in this notebook, which does not show the failure
 (`use_agent_store` in [dynamic_rendezvous.py](https://github.com/pytorch/pytorch/blob/v2.14.1/torch/distributed/elastic/rendezvous/dynamic_rendezvous.py));
-`python -m helpers.bench resilience` counts how many restarts fail with and without it on your machine (gloo:
-the README's results table).
+`python -m helpers.bench resilience` counts how many restarts fail with and without it on your machine (with
+gloo; this machine's counts are in the README's results table).
 """
 MD["ray-md"] = """## 4. Ray Train: the same training as a `TorchTrainer`
 
@@ -185,7 +185,8 @@ MD["exercises"] = """## Exercises
 MD["recap"] = """## Recap
 
 - A resumed run equals an uninterrupted one when the checkpoint holds everything the next epoch reads: weights,
-  optimizer state, a scheduler's state where there is one, the next epoch (the sampler's order follows from it)
+  optimizer state, a learning-rate scheduler's state
+  where there is one, the next epoch (the sampler's order follows from it)
   and each rank's random state; written whole or not at all (`os.replace`). Asserted bit for bit after SIGTERM
   (section 2) and after SIGKILL (3), for a training whose results depend on no random draw; the exercise checks a
   run whose results do.
