@@ -102,8 +102,8 @@ def _resume_behaviour(train: Callable) -> str | None:
 
 EXERCISES = [
     Exercise("10.resume", "code", behaviour=lambda fn: _resume_behaviour(fn), skeleton=RESUME_SKELETON,
-             hint="List everything the next epoch depends on: what the optimizer keeps besides the weights, what the "
-                  "schedule keeps, which epoch comes next, and where dropout and shuffling draw their randomness.",
+             hint="List everything the next epoch depends on that building the model, the optimizer, the schedule "
+                  "and the loader afresh does not give back.",
              why="A resumed run equals an uninterrupted one only when every state the next step reads is restored: "
                  "torch.save and torch.load of the state_dicts of model, optimizer and scheduler, the next epoch, and "
                  "torch.get_rng_state() / torch.set_rng_state() (with CUDA, torch.cuda.get_rng_state_all() too)."),
