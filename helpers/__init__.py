@@ -10,7 +10,7 @@ and what belongs to one notebook:
   workers, torchrun and Ray on this machine.
 - one package per notebook (a *lesson*): ``setup`` (00), ``pipeline`` (01), ``data_parallel``
   (02), ``ddp`` (03), ``tuning`` (04), ``monitor`` (05), ``memory`` (06), ``transfer`` (07),
-  ``collectives`` (08), ``sharding`` (09). Each holds its ``lesson`` (exercises and benchmark,
+  ``collectives`` (08), ``sharding`` (09), ``resilience`` (10). Each holds its ``lesson`` (exercises and benchmark,
   which ``course`` finds by looking, for ``check`` and ``bench``) and, from 01 on, its ``recipe``
   (the code the lesson teaches, shown in the notebook) and its ``instruments`` (what measures and
   draws it, the drawing mostly in ``plots``). No lesson imports another.

@@ -82,6 +82,21 @@ def untouched_skeleton(fn: Any) -> bool:
     return placeholder and all(_idle(s, ellipsis) for s in body)
 
 
+def is_skeleton(fn: Any, skeleton: str) -> bool:
+    """Whether ``fn`` is the function ``skeleton`` (its source) defines, unchanged but for comments and layout (10).
+
+    For an exercise whose skeleton is a scaffold (a training loop with places to fill): it acts, so
+    :func:`untouched_skeleton` cannot tell it from an attempt; the lesson gives the scaffold's source instead.
+    """
+    try:
+        mine = ast.parse(textwrap.dedent(inspect.getsource(fn))).body
+        given = ast.parse(textwrap.dedent(skeleton)).body
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return False
+    defs = [d for d in given if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef)) and d.name == fn.__name__]
+    return len(mine) == 1 and len(defs) == 1 and ast.dump(mine[0]) == ast.dump(defs[0])
+
+
 def _columns(text: str) -> int:
     """How many columns ``text`` takes in a monospaced output: wide characters (Hangul, emoji) take two."""
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
-from .answers import untouched_skeleton, wrap
+from .answers import is_skeleton, untouched_skeleton, wrap
 from .i18n import exercise_text, tr
 
 
@@ -38,7 +38,8 @@ class Exercise:
     ``compute`` (a function returning the expected answer on this machine). ``"code"``: the
     answer is the student's function, and ``behaviour(fn)`` runs it against the reference
     behaviour, returning ``None`` when it behaves right, else what differs (in words that help,
-    never the reference code).
+    never the reference code); ``skeleton``, the source of a scaffold the notebook gives, makes that
+    scaffold, left as it is, "not answered yet" like any untouched skeleton.
     """
 
     id: str
@@ -49,6 +50,7 @@ class Exercise:
     compute: Callable[[], Any] | None = None
     digits: int = 2
     behaviour: Callable[[Callable], str | None] | None = None
+    skeleton: str | None = None  # a scaffold's source, for a code exercise whose skeleton acts (:func:`is_skeleton`)
 
     def __post_init__(self) -> None:
         if self.kind not in ("int", "number", "ints", "numbers", "text", "code"):
@@ -190,6 +192,10 @@ def verify(exercise: str, answer: Any) -> tuple[bool, str]:
                          "Hint: {hint}", id=exercise, precision=precision, hint=hint)
     if ex.kind == "code":
         ok, message = _verify_code(ex, answer, hint, why)
+        if not ok and ex.skeleton is not None and is_skeleton(answer, ex.skeleton):
+            return False, tr("check.scaffold_unanswered", "⏳ {id}: not answered yet — your function is still the "
+                             "notebook's skeleton. Write your code where it says ... # your code. Hint: {hint}",
+                             id=exercise, hint=hint)
         if not ok and untouched_skeleton(answer):
             return False, tr("check.code_unanswered", "⏳ {id}: not answered yet — your function is still the skeleton: "
                              "it computes nothing from its inputs. Write your code where it says ... or # your code. "

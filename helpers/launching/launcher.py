@@ -76,6 +76,7 @@ def _entry(fn_bytes: bytes, rank: int, world_size: int, backend: str, port: int,
     die_with_launcher(launcher)
     os.environ.clear()  # the launcher's environment now, not the fork server's from its start
     os.environ.update(env)
+    dist.set_debug_level_from_env()  # TORCH_DISTRIBUTED_DEBUG: read at import, in the fork server; again here
     channel = relay.Channel(conn, rank)
     channel.send("started", os.getpid())
     pumps = relay.relay_output(channel) if relay_output else []

@@ -30,8 +30,10 @@ def start_method() -> str:
     return "forkserver" if sys.platform.startswith("linux") and "forkserver" in mp.get_all_start_methods() else "spawn"
 
 
-# imported once by the fork server; importing them does not initialise CUDA
-_PRELOAD = ["torch", "torch.distributed", f"{__package__}.launcher"]
+# imported once by the fork server; importing them does not initialise CUDA, nor start a thread. torch._dynamo:
+# DistributedDataParallel's constructor imports it (``torch._dynamo.utils.get_optimize_ddp_mode()`` in
+# torch/nn/parallel/distributed.py), 1.6 s of CPU per rank on a 2-core AMD EPYC when each rank imports it itself
+_PRELOAD = ["torch", "torch.distributed", "torch._dynamo", f"{__package__}.launcher"]
 
 
 def context() -> Any:

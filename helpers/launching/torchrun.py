@@ -21,20 +21,23 @@ from ..core.procs import kill_group, watch_parent
 
 
 def torchrun_command(nproc: int = 2, nnodes: int = 1, endpoint: str | None = None,
-                     script_args: tuple[str, ...] = ()) -> list[str]:
-    """The torchrun command line for this course's DDP script, one node (standalone) or several (03).
+                     script_args: tuple[str, ...] = (), module: str = "helpers.ddp.script",
+                     agent_args: tuple[str, ...] = ()) -> list[str]:
+    """The torchrun command line for a course script (``module``: 03's DDP script by default), one node or several (03, 10).
+
+    ``agent_args``: more of torchrun's own options, e.g. ``("--max-restarts=1",)`` (10).
 
     Several nodes meet at a c10d rendezvous: every node runs the *same* command, and the
     rendezvous gives each its node rank (no ``--node_rank`` to set by hand).
     """
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", *agent_args]
     if nnodes == 1 and endpoint is None:
         cmd.append("--standalone")  # a free local port is chosen for the rendezvous
     else:
         if endpoint is None:
             raise ValueError("several nodes need a rendezvous endpoint reachable by all, e.g. endpoint='10.0.0.1:29500'")
         cmd += [f"--nnodes={nnodes}", "--rdzv_backend=c10d", f"--rdzv_endpoint={endpoint}", "--rdzv_id=beyond-one-gpu"]
-    return cmd + ["-m", "helpers.ddp.script", *script_args]
+    return cmd + ["-m", module, *script_args]
 
 
 def _node_gpus(node: int, nnodes: int, nproc: int) -> dict[str, str]:
@@ -67,8 +70,9 @@ def loopback_aliases(addrs: tuple[str, ...] = ("127.0.0.2", "127.0.0.3")) -> tup
 
 
 def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: float = 90, nnodes: int = 1,
-                 local_addrs: tuple[str, ...] = ()) -> str:
-    """Run the course's DDP script with torchrun and return what it printed (03).
+                 local_addrs: tuple[str, ...] = (), module: str = "helpers.ddp.script",
+                 agent_args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> str:
+    """Run a course script (``module``, 03's DDP script by default) with torchrun and return what it printed (03, 10).
 
     ``nnodes=1``: ``torchrun --standalone --nproc_per_node N``. ``nnodes=2``: a real two-node launch
     on this machine: two torchrun agents, each a "node" with ``nproc`` processes, meeting at a c10d
@@ -87,10 +91,11 @@ def run_torchrun(nproc: int = 2, script_args: tuple[str, ...] = (), timeout: flo
     # for the whole run, so no other program can take the port between choosing it and using it.
     store = None if nnodes == 1 else TCPStore("127.0.0.1", 0, is_master=True)
     endpoint = None if store is None else f"127.0.0.1:{store.port}"
-    cmd = torchrun_command(nproc, nnodes=nnodes, endpoint=endpoint, script_args=script_args)
+    cmd = torchrun_command(nproc, nnodes=nnodes, endpoint=endpoint, script_args=script_args, module=module,
+                           agent_args=agent_args)
     if store is not None:  # every agent joins this store as a client instead of trying to host it
-        cmd.insert(cmd.index("helpers.ddp.script") - 1, "--rdzv_conf=is_host=false")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+        cmd.insert(cmd.index(module) - 1, "--rdzv_conf=is_host=false")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **(env or {})}
     outs = [tempfile.TemporaryFile("w+") for _ in range(nnodes)]
     cmds = [cmd[:3] + [f"--local-addr={a}"] + cmd[3:] for a in local_addrs] or [cmd] * nnodes
     agents = [subprocess.Popen(cmds[k], stdout=out, stderr=subprocess.STDOUT, text=True, env={**env, **_node_gpus(k, nnodes, nproc)},
