@@ -61,41 +61,30 @@ def test_a_run_that_starts_over_is_refused():
     assert not ok and "only the epochs still to do" in message, message
 
 
-def test_the_untouched_skeleton_is_not_answered_yet():
-    def train(epochs, path, on_epoch):
-        model, optimizer, scheduler, loader = exercise_setup()
-        start = 0
-        if os.path.exists(path):
-            ...   # your code: restore what the next epoch depends on, and set start
-        for epoch in range(start, epochs):
-            on_epoch(epoch)
-            for x, y in loader:
-                optimizer.zero_grad()
-                nn.functional.cross_entropy(model(x), y).backward()
-                optimizer.step()
-            scheduler.step()
-            ...   # your code: save what a resumed run needs
-        return model
-    ok, message = verify("10.resume", train)   # the notebook's scaffold, as given (lesson.RESUME_SKELETON)
+def _scaffold(tmp_path, source):
+    """The notebook's scaffold (lesson.RESUME_SKELETON, edited by ``source``) defined in a module file, as a notebook
+    cell's function is: its source readable."""
+    import importlib.util
+
+    from helpers.resilience import lesson
+
+    path = tmp_path / "scaffold.py"
+    path.write_text("from helpers.resilience import exercise_setup\nimport torch\n" + source(lesson.RESUME_SKELETON))
+    spec = importlib.util.spec_from_file_location("scaffold", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.train
+
+
+def test_the_untouched_skeleton_is_not_answered_yet(tmp_path):
+    ok, message = verify("10.resume", _scaffold(tmp_path, lambda s: s))   # the notebook's scaffold, as given
     assert not ok and message.startswith("⏳ 10.resume: not answered yet"), message
 
 
-def test_the_scaffold_with_one_place_filled_is_judged_not_taken_for_untouched():
-    def train(epochs, path, on_epoch):
-        model, optimizer, scheduler, loader = exercise_setup()
-        start = 0
-        if os.path.exists(path):
-            ...   # your code: restore what the next epoch depends on, and set start
-        for epoch in range(start, epochs):
-            on_epoch(epoch)
-            for x, y in loader:
-                optimizer.zero_grad()
-                nn.functional.cross_entropy(model(x), y).backward()
-                optimizer.step()
-            scheduler.step()
-            torch.save({"model": model.state_dict(), "epoch": epoch + 1}, path)
-        return model
-    ok, message = verify("10.resume", train)
+def test_the_scaffold_with_one_place_filled_is_judged_not_taken_for_untouched(tmp_path):
+    save = "        ...   # your code: save what a resumed run needs"
+    filled = lambda s: s.replace(save, '        torch.save({"model": model.state_dict(), "epoch": epoch + 1}, path)')
+    ok, message = verify("10.resume", _scaffold(tmp_path, filled))
     assert not ok and message.startswith("❌") and "only the epochs still to do" in message, message
 
 
