@@ -30,6 +30,8 @@ import nbformat
 if not __package__:   # run as a file (python i18n/build.py): put the folder that holds the package on the path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from i18n import translations as T  # noqa: E402  (its ROOT, NOTEBOOKS and I18N: the one place tests redirect)
+from i18n.messages import message_problems, message_stubs  # noqa: E402
+from i18n.readme import RESULTS, readme_problems  # noqa: E402
 from i18n.stubs import exercise_problems, exercise_stubs, stubs  # noqa: E402
 from i18n.translations import (LANGUAGES, english_notebooks, load_translations, output_path, problems,  # noqa: E402
                                text_of, translation_path)
@@ -45,9 +47,6 @@ OUTPUT_NOTE = {
            "같고, 저장된 출력은 원본을 실행한 결과 그대로이므로 영어로 보입니다. 직접 실행하면 `helpers`가 "
            "출력하는 메시지(연습 문제 자가 점검 결과, 힌트, 자주 만나는 오류 안내)는 한국어로 나옵니다."),
 }
-
-
-RESULTS = ("<!-- results:start -->", "<!-- results:end -->")  # README.md's table, written by helpers.bench
 
 
 COLAB_LINK = re.compile(r"(https://colab\.research\.google\.com/github/[^)\s]+?/blob/[^/)\s]+/notebooks/)"
@@ -131,9 +130,10 @@ def readme_with_results(lang: str = "ko") -> tuple[Path, str | None]:
     return path, text[:text.index(start)] + block + text[text.index(end):]
 
 
-def check(lang: str = "ko") -> tuple[list[str], list[str]]:
-    """``(errors, warnings)``: untranslated cells and out-of-date notebooks; unused entries (notebooks/ko)."""
-    errors, warnings = [], []
+def check(lang: str = "ko") -> list[str]:
+    """What is wrong: untranslated cells, out-of-date notebooks, entries whose English cell is gone,
+    messages without a current translation, README drift (notebooks/ko)."""
+    errors = []
     for notebook in english_notebooks():
         for cell_id, state in problems(notebook, lang):
             errors.append(f"{notebook.name}: cell {cell_id}: {state}")
@@ -143,14 +143,14 @@ def check(lang: str = "ko") -> tuple[list[str], list[str]]:
         ids = {c["id"] for c in nbformat.read(notebook, as_version=4).cells}
         for cell_id in load_translations(notebook, lang):
             if cell_id not in ids:
-                warnings.append(f"{translation_path(notebook, lang).relative_to(T.ROOT)}: entry {cell_id} has no cell "
-                                "in the English notebook (a deleted cell?); remove it")
+                errors.append(f"{translation_path(notebook, lang).relative_to(T.ROOT)}: entry {cell_id} has no cell "
+                              "in the English notebook (a deleted cell?): remove the entry, or restore the cell")
     readme, text = readme_with_results(lang)
     if text is None:
         errors.append(f"{readme.name}: missing, or without the results markers {RESULTS[0]} … {RESULTS[1]}")
     elif readme.read_text(encoding="utf-8") != text:
         errors.append(f"{readme.name}: its results table differs from README.md's; run `python -m i18n.build`")
-    return errors, warnings
+    return errors + message_problems(lang) + readme_problems(lang)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,14 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--stubs", action="store_true", help="add TODO entries for missing and stale cells")
     args = parser.parse_args(argv)
     if args.stubs:
-        added = stubs(args.lang) + exercise_stubs(args.lang)
+        added = stubs(args.lang) + exercise_stubs(args.lang) + message_stubs(args.lang)
         print("\n".join(added) if added else "nothing to add: every markdown cell has an entry")
         return 0
     if args.check:
-        errors, warnings = check(args.lang)
-        errors += exercise_problems(args.lang)
-        for line in warnings:
-            print("warning:", line)
+        errors = check(args.lang) + exercise_problems(args.lang)
         for line in errors:
             print(line)
         if errors:

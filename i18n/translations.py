@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -22,6 +23,13 @@ def english_notebooks() -> list[Path]:
 def source_sha(source: str) -> str:
     """The hash a translation remembers of the English cell it translates (notebooks/ko)."""
     return hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]
+
+
+def without_comments(code: str) -> str:
+    """A fenced code block as a translation must keep it: its comments (``#`` to the end of a line, at its start
+    or after a space) and blank lines left out, since those may be translated (notebooks/ko, README.ko.md)."""
+    lines = (re.sub(r"(^|\s)#.*$", "", line).rstrip() for line in code.splitlines())
+    return "\n".join(line for line in lines if line.strip())
 
 
 def translation_path(notebook: Path, lang: str = "ko") -> Path:

@@ -97,6 +97,19 @@ def read_lines(stream, want: int, seconds: float, match: str) -> list[str]:
 
 
 @pytest.fixture
+def language():
+    """Set the course language (helpers.set_language) for one test; the language before it afterwards."""
+    from helpers.core import i18n
+
+    before = os.environ.get(i18n.ENV)
+    yield i18n.set_language
+    if before is None:
+        os.environ.pop(i18n.ENV, None)
+    else:
+        os.environ[i18n.ENV] = before
+
+
+@pytest.fixture
 def kernel():
     """``kernel(sources, cwd=..., env=...)``: run code cells in a fresh kernel (see :func:`run_in_kernel`)."""
     return run_in_kernel

@@ -5,12 +5,10 @@ The Korean notebooks are not run by nbval: they hold the English notebooks' code
 (asserted here), and pyproject.toml's ``norecursedirs`` leaves notebooks/ko out of collection
 (also asserted here), so the suite runs each notebook once.
 """
-import ast
 import functools
 import json
 import os
 import re
-import string
 import subprocess
 import sys
 from pathlib import Path
@@ -37,17 +35,6 @@ def _english(path: Path) -> nbformat.NotebookNode:
 @functools.lru_cache(maxsize=None)
 def _rendered(path: Path) -> str:
     return build.render(path)
-
-
-@pytest.fixture
-def language():
-    """Set the course language for one test; English again afterwards."""
-    before = os.environ.get(lang.ENV)
-    yield lang.set_language
-    if before is None:
-        os.environ.pop(lang.ENV, None)
-    else:
-        os.environ[lang.ENV] = before
 
 
 def test_there_is_a_korean_notebook_for_every_english_one():
@@ -97,6 +84,13 @@ def hangul_share(markdown: str) -> float:
     return hangul / max(1, hangul + latin)
 
 
+def test_comments_in_fenced_code_may_be_translated_and_nothing_else():
+    en = "```bash\n# 1. install\npip install -r requirements.txt  # the pins\n\npytest\n```"
+    ko = "```bash\n# 1. 설치\npip install -r requirements.txt  # 고정 버전\n\npytest\n```"
+    assert markdown_structure(en)["code blocks"] == markdown_structure(ko)["code blocks"]
+    assert markdown_structure(en)["code blocks"] != markdown_structure(ko.replace("pytest", "pytest -x"))["code blocks"]
+
+
 def test_the_hangul_measure_tells_korean_from_english():
     assert hangul_share("파이프라인 병렬화(pipeline parallelism)는 `torch.distributed.pipelining`로 합니다.") >= 0.5
     assert hangul_share("Pipeline parallelism splits the model into stages (`nn.Sequential`).") == 0
@@ -112,9 +106,10 @@ def test_translations_are_mostly_hangul_outside_code_and_math(path):
 
 
 def markdown_structure(markdown: str) -> dict:
-    """What a translation must keep: fenced code, heading levels, URLs, table rows, math."""
+    """What a translation must keep: fenced code (its comments may be translated), heading levels, URLs, table rows,
+    math."""
     rest = re.sub(r"```.*?```", " ", markdown, flags=re.S)
-    return {"code blocks": re.findall(r"```.*?```", markdown, flags=re.S),
+    return {"code blocks": [translations.without_comments(b) for b in re.findall(r"```.*?```", markdown, flags=re.S)],
             "heading levels": re.findall(r"^#+(?= )", rest, flags=re.M),
             "URLs": sorted(re.findall(r"https?://[^\s)]+", rest)),
             "table rows": sum(line.lstrip().startswith("|") for line in rest.splitlines()),
@@ -194,37 +189,6 @@ def test_an_unknown_language_is_refused_with_the_fix(language, monkeypatch):
         lang.get_language()
     language("ko_KR")
     assert lang.get_language() == "ko"
-
-
-def test_every_exercise_has_a_current_korean_hint_and_why():
-    problems = build.exercise_problems("ko")
-    assert not problems, ("exercises without a current Korean hint and why (`python -m i18n.build --stubs` adds "
-                          "them to translate):\n" + "\n".join(problems))
-    unused = sorted(set(lang.messages("ko")["exercises"]) - set(checks.exercises()))
-    assert not unused, f"i18n/ko/messages.json has exercises that no lesson declares: {unused}"
-
-
-def _tr_calls():
-    """(file, key, English template) of every ``tr(...)`` / ``_tr(...)`` call in helpers."""
-    for path in sorted((ROOT / "helpers").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in ("tr", "_tr"):
-                key, default = node.args[0], node.args[1]
-                yield path.name, ast.literal_eval(key), ast.literal_eval(default)
-
-
-def _fields(template: str) -> set:
-    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
-
-
-def test_every_message_has_a_korean_template_with_the_same_fields():
-    korean = lang.messages("ko")["messages"]
-    calls = list(_tr_calls())
-    assert len(calls) >= 20, "the tr() calls in helpers were not found"
-    bad = [f"{where}: {key}" for where, key, default in calls
-           if key not in korean or _fields(korean[key]) != _fields(default)]
-    assert not bad, f"i18n/ko/messages.json: missing, or with other {{fields}} than the English: {bad}"
-    assert not set(korean) - {key for _, key, _ in calls}, "i18n/ko/messages.json has keys no tr() call uses"
 
 
 @pytest.mark.skipif(can_unshare(), reason="test_drills.py's collection check says it, in the same nested pytest")

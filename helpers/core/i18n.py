@@ -6,11 +6,14 @@ the variable, so processes the notebook launches (ranks, Ray trials) speak the s
 
 Messages are written in English at the place that says them, as ``tr(key, english, **fields)``;
 their translations live in ``i18n/<lang>/messages.json`` at the course's root: ``"messages"``
-(a template per key, with the same ``{fields}``) and ``"exercises"`` (``{"hint", "why"}`` per
-exercise id). A message with no translation is said in English.
+(per key, ``{"source_sha": ..., "<lang>": template}``, the template with the same ``{fields}``) and
+``"exercises"`` (``{"hint", "why"}`` per exercise id). A message with no translation, or whose
+translation was made from another English text (its ``source_sha`` is not the hash of the English
+said now: the English changed since), is said in English. See i18n/messages.py.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -60,9 +63,24 @@ def messages(lang: str | None = None) -> dict:
     return _cache[lang][1]
 
 
+def english_sha(english: str) -> str:
+    """The hash a translation keeps of the English it translates (i18n/messages.py's ``message_sha``) (all notebooks)."""
+    return hashlib.sha256(english.encode("utf-8")).hexdigest()[:12]
+
+
+def translated(key: str, default: str, lang: str | None = None) -> str:
+    """The template of message ``key`` in ``lang`` (default: the course's language): its translation if it is
+    current, else ``default``, the English (all notebooks)."""
+    lang = lang or get_language()
+    entry = messages(lang).get("messages", {}).get(key)
+    if not isinstance(entry, dict) or entry.get("todo") or entry.get("source_sha") != english_sha(default):
+        return default
+    return entry.get(lang) or default
+
+
 def tr(key: str, default: str, **fields: Any) -> str:
     """The message ``key`` in the course's language, ``{fields}`` filled in; ``default`` is English (all notebooks)."""
-    template = messages().get("messages", {}).get(key, default)
+    template = translated(key, default)
     if not fields:
         return template
     try:
