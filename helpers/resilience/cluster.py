@@ -59,10 +59,11 @@ def ray_cluster_script(port: int = 6379) -> str:
     """
     return "\n".join([
         "#!/bin/bash",
-        "# on every node and for the driver: token authentication on, with one shared secret",
-        "export RAY_AUTH_MODE=token",
-        "export RAY_AUTH_TOKEN_PATH=/path/to/token   # the same secret on every node: one file, copied",
-        "# (ray get-auth-token --generate makes one in ~/.ray/auth_token and prints it)",
+        "# token authentication, one shared secret: make it once (it is written to ~/.ray/auth_token):",
+        "#   ray get-auth-token --generate",
+        "# and copy that file to ~/.ray/auth_token on every other node and on the driver's machine,",
+        "# where Ray looks for it (RAY_AUTH_TOKEN_PATH=FILE names another place)",
+        "export RAY_AUTH_MODE=token   # on every node and for the driver",
         "# on the head node:",
         f"ray start --head --port={port}",
         "# on every other node (HEAD_IP: the head node's address):",
