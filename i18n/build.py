@@ -14,8 +14,9 @@ English cell changes, its hash no longer matches and the entry is *stale*.
 A generated notebook is the English one with every markdown cell replaced by its translation,
 links to the Colab copies of the English notebooks pointed at the translated ones, a note about
 the stored outputs added to the first markdown cell, and one line added to the setup cell (the
-first code cell) that makes ``helpers`` speak the language. Every other code cell and every stored
-output is the English notebook's, unchanged. See i18n/README.md.
+first code cell) that makes ``helpers`` speak the language. Every other code cell is the English
+notebook's; the stored outputs are the English run's, with the lines ``helpers`` printed through its
+message catalogue said again in the language (i18n/outputs.py). See i18n/README.md.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ if not __package__:   # run as a file (python i18n/build.py): put the folder tha
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from i18n import translations as T  # noqa: E402  (its ROOT, NOTEBOOKS and I18N: the one place tests redirect)
 from i18n.messages import message_problems, message_stubs  # noqa: E402
+from i18n.outputs import localize_outputs  # noqa: E402
 from i18n.readme import RESULTS, readme_problems  # noqa: E402
 from i18n.stubs import exercise_problems, exercise_stubs, stubs  # noqa: E402
 from i18n.translations import (LANGUAGES, english_notebooks, load_translations, output_path, problems,  # noqa: E402
@@ -41,11 +43,14 @@ from i18n.translations import (LANGUAGES, english_notebooks, load_translations, 
 LANGUAGE_LINE = '\nhelpers.set_language("{lang}")'
 
 
-# Added to the first markdown cell: why the stored outputs are English.
+# Added to the first markdown cell: what of the stored outputs is in the reader's language, and what stays English.
 OUTPUT_NOTE = {
-    "ko": ("> **한국어판 안내**: 이 노트북은 영어 원본 [`{name}`](../{name})에서 생성되었습니다. 코드는 원본과 "
-           "같고, 저장된 출력은 원본을 실행한 결과 그대로이므로 영어로 보입니다. 직접 실행하면 `helpers`가 "
-           "출력하는 메시지(연습 문제 자가 점검 결과, 힌트, 자주 만나는 오류 안내)는 한국어로 나옵니다."),
+    "ko": ("> **한국어판 안내**: 이 노트북은 영어 원본 [`{name}`](../{name})에서 생성되었습니다. 코드는 원본과 같고, "
+           "저장된 출력은 원본을 실행한 결과입니다(두 판의 수치가 같습니다). 출력 가운데 강좌의 메시지 목록"
+           "([`i18n/ko/messages.json`](../../i18n/ko/messages.json))에 있는 것, 곧 연습 문제 자가 점검 결과와 힌트, "
+           "강좌의 안내와 자주 만나는 오류 메시지는 한국어로 바꿔 두었습니다. 나머지는 영어입니다: 셀의 코드와 "
+           "`helpers`의 함수가 출력하는 문장·수치·표, 그래프 속 글자, 라이브러리의 출력(진행 표시줄, 프로파일러 표, "
+           "PyTorch와 Ray의 메시지). 직접 실행해도 마찬가지입니다."),
 }
 
 
@@ -78,9 +83,11 @@ def translate(notebook: Path, lang: str = "ko") -> nbformat.NotebookNode:
                 text = text.rstrip("\n") + "\n\n" + OUTPUT_NOTE[lang].format(name=notebook.name)
                 first_markdown = False
             cell.source = text
-        elif cell.cell_type == "code" and first_code:
-            cell.source = cell.source + LANGUAGE_LINE.format(lang=lang)
-            first_code = False
+        elif cell.cell_type == "code":
+            cell.outputs = localize_outputs(cell, lang).outputs
+            if first_code:
+                cell.source = cell.source + LANGUAGE_LINE.format(lang=lang)
+                first_code = False
     course = out.metadata.setdefault("course", {})
     course["language"] = lang
     course["translated_from"] = f"../{notebook.name}"

@@ -21,7 +21,7 @@ from helpers.core import checks
 from helpers.core import i18n as lang
 
 sys.path.insert(0, str(ROOT))  # i18n/ (the generator) is a folder of the course, not an installed package
-from i18n import build, translations  # noqa: E402
+from i18n import build, outputs, translations  # noqa: E402
 
 NOTEBOOKS = build.english_notebooks()
 HANGUL_SHARE = 0.5   # of the words outside code, math and link targets
@@ -67,9 +67,24 @@ def test_korean_code_cells_and_outputs_are_the_english_ones(path):
     codes = [(e, k) for e, k in zip(en.cells, ko.cells) if e.cell_type == "code"]
     setup_en, setup_ko = codes[0]
     assert setup_ko.source == setup_en.source + build.LANGUAGE_LINE.format(lang="ko")
-    assert {**setup_ko, "source": ""} == {**setup_en, "source": ""}
-    for e, k in codes[1:]:
-        assert k == e, f"{path.name}: code cell {e.id} differs from the English one"
+    for e, k in codes:
+        assert {**k, "source": "", "outputs": []} == {**e, "source": "", "outputs": []}, f"{path.name}: cell {e.id}"
+        assert k.source == e.source or (e, k) == codes[0], f"{path.name}: code cell {e.id} differs from the English one"
+        assert k.outputs == outputs.localize_outputs(e).outputs, f"{path.name}: cell {e.id}: not the English outputs"
+        for before, after in zip(e.outputs, k.outputs):   # what changed is a message of helpers, now in Korean
+            assert before.get("output_type") == after.get("output_type")
+            if before.get("output_type") != "stream":
+                assert before == after, f"{path.name}: cell {e.id}: only stream outputs are said again"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_korean_notebooks_stored_self_checks_are_korean(path):
+    ko = nbformat.reads(build.output_path(path).read_text(encoding="utf-8"), as_version=4)
+    printed = [line for c in ko.cells if c.cell_type == "code" for o in c.outputs if o.get("output_type") == "stream"
+               for line in o.text.splitlines() if line[:1] and line[0] in outputs.CHECK_MARKS]
+    assert printed, f"{path.name}: no self-check output found"
+    english = [line for line in printed if not re.search(r"[\uac00-\ud7a3]", line)]
+    assert not english, f"{path.name}: self-check results still in English: {english}"
 
 
 def hangul_share(markdown: str) -> float:

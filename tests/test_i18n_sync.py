@@ -96,3 +96,38 @@ def test_the_readme_check_catches_a_changed_figure_a_dropped_section_and_a_chang
     other = en.replace(". .venv/bin/activate && pytest\n", ". .venv/bin/activate && pytest -x\n")
     assert other != en and any("its commands" in p for p in readme.drift(other, ko))
     assert "# 1. 강좌를" in ko   # a translated comment inside the commands is not a difference
+
+
+def _diagnosis(message: str, exercise: str) -> str:
+    """What a behaviour check said about the student's function: between "❌ id: " and ". Hint: " (". 힌트: ")."""
+    assert message.startswith(f"❌ {exercise}: "), message
+    end = message.index(". 힌트: " if ". 힌트: " in message else ". Hint: ")
+    return message[len(f"❌ {exercise}: "):end]
+
+
+def test_a_code_exercise_check_says_what_is_wrong_in_the_course_language(language):
+    def my_indices(n, world_size, rank, drop_last):   # every index on every rank
+        return list(range(n))
+
+    def one_f_one_b(m, p, stage):   # GPipe's order: every forward, then every backward
+        return [f"F{i}" for i in range(m)] + [f"B{i}" for i in range(m)]
+
+    wrong = {"03.my_indices": my_indices, "01.one_f_one_b": one_f_one_b}
+    said = {}
+    for code in ("en", "ko"):
+        language(code)
+        for exercise, fn in wrong.items():
+            ok, message = checks.verify(exercise, fn)
+            assert not ok
+            said[code, exercise] = _diagnosis(message, exercise)
+    assert said["en", "03.my_indices"] == ("my_indices(10, 4, 0, drop_last=False) = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], "
+                                           "not what the sampler gives (look at the padding)")
+    assert said["en", "01.one_f_one_b"] == (
+        "one_f_one_b(4, 2, 0) holds 4 micro-batches at once at its peak, more than 1F1B ever holds on that stage: 1F1B "
+        "runs that stage's next backward first, even if it must wait for it, to keep memory from growing with m")
+    for exercise, call in (("03.my_indices", "my_indices(10, 4, 0, drop_last=False)"),
+                           ("01.one_f_one_b", "one_f_one_b(4, 2, 0)")):
+        korean = said["ko", exercise]
+        assert re.search("[가-힣]", korean) and korean != said["en", exercise], korean
+        assert not re.search("[A-Za-z]{2,} [a-z]{2,} [a-z]{2,}", korean.replace(call, "")), f"English left in: {korean}"
+        assert call in korean   # the code it quotes stays as it is

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..core.answers import untouched_skeleton
 from ..core.checks import Exercise
+from ..core.i18n import tr
 from ..launching.launcher import describe_launch
 from .instruments import SWEEP_SIZES, run_sweep
 from .ring_exercise import CHECK_RANKS, run_reduce_scatter_check
@@ -18,17 +19,19 @@ def _reduce_scatter_behaviour(fn) -> str | None:
     from .stall import RingDeadlock
 
     if untouched_skeleton(fn):  # nothing to run yet: the check says ⏳ without starting processes
-        return "your function is still the skeleton"
+        return tr("lesson.reduce_scatter.skeleton", "your function is still the skeleton")
     for nprocs in CHECK_RANKS:  # 4 ranks, then 3: a schedule written for one world size only is refused
         try:
             res = run_reduce_scatter_check(fn, nprocs=nprocs)
         except LaunchError as e:
-            return f"on {nprocs} ranks, a rank raised: {e.cause}"
+            return tr("lesson.reduce_scatter.rank_raised", "on {nprocs} ranks, a rank raised: {cause}", nprocs=nprocs,
+                      cause=e.cause)
         except RingDeadlock as e:
             return str(e)
         except TimeoutError:
-            return (f"on {nprocs} ranks, the ranks waited for each other until the timeout: does every rank send "
-                    "before it waits to receive (isend), and do all ranks make the same number of steps?")
+            return tr("lesson.reduce_scatter.timeout", "on {nprocs} ranks, the ranks waited for each other until the "
+                      "timeout: does every rank send before it waits to receive (isend), and do all ranks make the "
+                      "same number of steps?", nprocs=nprocs)
         if res["problem"]:
             return res["problem"]
     return None

@@ -6,6 +6,7 @@ from typing import Callable
 
 from ..core.checks import Exercise
 from ..core.device import hardware_label
+from ..core.i18n import tr
 from ..launching.throughput import run_throughput
 from .instruments import run_four_steps
 from .speed import thread_variants, time_four_steps
@@ -73,30 +74,40 @@ def _reduce_behaviour(reduce_gradients: Callable) -> str | None:
             last.grad = None
         kept = [[None if p.grad is None else p.grad.clone() for p in r.parameters()] for r in replicas]
         reduce_gradients(model, replicas)
-        where = (f"with {rows} rows on {len(replicas)} replica(s)" + (" and .grad already set" if earlier else "")
-                 + (" and one replica without a gradient for a parameter the others have one for" if partial else ""))
+        where = (tr("lesson.reduce_gradients.where", "with {rows} rows on {n} replica(s)", rows=rows, n=len(replicas))
+                 + (tr("lesson.reduce_gradients.where_set", " and .grad already set") if earlier else "")
+                 + (tr("lesson.reduce_gradients.where_partial", " and one replica without a gradient for a parameter "
+                       "the others have one for") if partial else ""))
         got = [p.grad for p in model.parameters()]
         if frozen and earlier and model[0].bias.grad is None:
-            return (f"{where} and a frozen parameter whose .grad was already set, your function set it to None; no "
-                    "replica has a gradient for it, so its .grad should stay as it was")
+            return tr("lesson.reduce_gradients.frozen_set_none", "{where} and a frozen parameter whose .grad was "
+                      "already set, your function set it to None; no replica has a gradient for it, so its .grad "
+                      "should stay as it was", where=where)
         if any(g is None for g, w in zip(got, want) if w is not None):
-            return f"{where}, some of the model's parameters have no .grad after your function"
+            return tr("lesson.reduce_gradients.no_grad", "{where}, some of the model's parameters have no .grad after "
+                      "your function", where=where)
         if any(g is not None for g, w in zip(got, want) if w is None):
-            return (f"{where} and a frozen parameter (no replica has a gradient for it), your function gave it a "
-                    ".grad; it should stay None")
+            return tr("lesson.reduce_gradients.frozen_given_grad", "{where} and a frozen parameter (no replica has a "
+                      "gradient for it), your function gave it a .grad; it should stay None", where=where)
         if frozen and earlier and (model[0].bias.grad - want[1]).abs().max().item() > 0:
-            return (f"{where} and a frozen parameter whose .grad was already set, your function changed it; no "
-                    "replica has a gradient for it, so its .grad should stay as it was")
+            return tr("lesson.reduce_gradients.frozen_changed", "{where} and a frozen parameter whose .grad was "
+                      "already set, your function changed it; no replica has a gradient for it, so its .grad should "
+                      "stay as it was", where=where)
         if max((g - w).abs().max().item() for g, w in zip(got, want) if w is not None) > 1e-6:
-            return (f"{where}, the model's gradients differ from one device's on the whole batch"
-                    + (" added to what .grad held before" if earlier else ""))
+            if earlier:
+                return tr("lesson.reduce_gradients.differ_added", "{where}, the model's gradients differ from one "
+                          "device's on the whole batch added to what .grad held before", where=where)
+            return tr("lesson.reduce_gradients.differ", "{where}, the model's gradients differ from one device's on "
+                      "the whole batch", where=where)
         for r, ks in zip(replicas, kept):
             for p, q, k in zip(model.parameters(), r.parameters(), ks):
                 if (q.grad is None) != (k is None) or (k is not None and (q.grad - k).abs().max().item() > 0):
-                    return f"{where}, your function changed the replicas' gradients; only the model's should change"
+                    return tr("lesson.reduce_gradients.replicas_changed", "{where}, your function changed the "
+                              "replicas' gradients; only the model's should change", where=where)
                 if p.grad is not None and q.grad is not None and p.grad.data_ptr() == q.grad.data_ptr():
-                    return (f"{where}, the model's .grad is a replica's own tensor; give the model a tensor of its "
-                            "own (a replica's next backward would change it)")
+                    return tr("lesson.reduce_gradients.shared_tensor", "{where}, the model's .grad is a replica's own "
+                              "tensor; give the model a tensor of its own (a replica's next backward would change it)",
+                              where=where)
     return None
 
 

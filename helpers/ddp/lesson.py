@@ -7,6 +7,7 @@ from typing import Callable, Iterator
 
 from ..core.checks import Exercise
 from ..core.device import hardware_label
+from ..core.i18n import tr
 from ..launching.ranks import choose_backend
 from ..launching.throughput import run_throughput
 from .instruments import run_ddp_equivalence_check
@@ -92,16 +93,19 @@ def _indices_behaviour(my_indices: Callable) -> str | None:
         for (n, k, drop_last, rank), want in zip(cases, wants):
             got = my_indices(n, k, rank, drop_last)
             if built:
-                return ("my_indices uses a DistributedSampler, or the check's own reference that builds one: the "
-                        "exercise is to write the rule yourself, from n, world_size, rank and drop_last")
+                return tr("lesson.my_indices.uses_sampler", "my_indices uses a DistributedSampler, or the check's own "
+                          "reference that builds one: the exercise is to write the rule yourself, from n, world_size, "
+                          "rank and drop_last")
             try:
                 got = [int(i) for i in got]
             except (TypeError, ValueError):
-                return f"my_indices({n}, {k}, {rank}, {drop_last}) returned {got!r}; return a list of ints"
+                return tr("lesson.my_indices.not_ints", "my_indices({n}, {k}, {rank}, {drop_last}) returned {got!r}; "
+                          "return a list of ints", n=n, k=k, rank=rank, drop_last=drop_last, got=got)
             if got != want:
                 what = _what_differs(got, want, n, k, rank, drop_last)
-                return (f"my_indices({n}, {k}, {rank}, drop_last={drop_last}) = {got}, not what the sampler "
-                        f"gives (look at the {what})")
+                return tr("lesson.my_indices.differs", "my_indices({n}, {k}, {rank}, drop_last={drop_last}) = {got}, "
+                          "not what the sampler gives (look at the {what})", n=n, k=k, rank=rank, drop_last=drop_last,
+                          got=got, what=_part_name(what))
     return None
 
 
@@ -112,6 +116,13 @@ def _what_differs(got: list, want: list, n: int, k: int, rank: int, drop_last: b
         if first * k + rank < n:  # an index from the data itself, before any padding: not dealt like cards
             return "dealing"
     return "drop_last" if drop_last and n % k else ("padding" if n % k else "dealing")
+
+
+def _part_name(what: str) -> str:
+    """The words a student reads for :func:`_what_differs`' label, in the course's language (03)."""
+    return {"dealing": tr("lesson.my_indices.part_dealing", "dealing"),
+            "padding": tr("lesson.my_indices.part_padding", "padding"),
+            "drop_last": tr("lesson.my_indices.part_drop_last", "drop_last")}[what]
 
 
 def bench_ddp(global_batch: int = 2048, seconds: float = 2.0) -> dict:

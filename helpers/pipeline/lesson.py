@@ -6,6 +6,7 @@ from typing import Callable
 
 from ..core.checks import Exercise
 from ..core.device import hardware_label
+from ..core.i18n import tr
 from ..launching.ranks import choose_backend
 from .instruments import run_gpipe
 from .library import run_library
@@ -73,19 +74,23 @@ def _one_f_one_b_behaviour(fn: Callable, rng: random.Random | None = None) -> st
 def _one_stage_problem(got: object, m: int, p: int, s: int) -> str | None:
     call = f"one_f_one_b({m}, {p}, {s})"
     if not isinstance(got, (list, tuple)) or not all(isinstance(x, str) for x in got):
-        return f"{call} returned {got!r}; return a list of strings like ['F0', 'F1', 'B0', …]"
+        return tr("lesson.one_f_one_b.not_strings", "{call} returned {got!r}; return a list of strings like "
+                  "['F0', 'F1', 'B0', …]", call=call, got=got)
     got = [x.strip().upper() for x in got]
     if sorted(got) != sorted([f"F{i}" for i in range(m)] + [f"B{i}" for i in range(m)]):
-        return f"{call} must list each of F0…F{m - 1} and B0…B{m - 1} exactly once (it returned {got})"
+        return tr("lesson.one_f_one_b.each_once", "{call} must list each of F0…F{last} and B0…B{last} exactly once "
+                  "(it returned {got})", call=call, last=m - 1, got=got)
     if any(got.index(f"B{i}") < got.index(f"F{i}") for i in range(m)):
-        return f"in {call} a micro-batch runs its backward before its forward"
+        return tr("lesson.one_f_one_b.backward_first", "in {call} a micro-batch runs its backward before its forward",
+                  call=call)
     if [x for x in got if x[0] == "F"] != [f"F{i}" for i in range(m)] or \
             [x for x in got if x[0] == "B"] != [f"B{i}" for i in range(m)]:
-        return f"in {call} the forwards (and the backwards) must run in micro-batch order"
+        return tr("lesson.one_f_one_b.order", "in {call} the forwards (and the backwards) must run in micro-batch "
+                  "order", call=call)
     if _peak(got) > min(p - s, m):
-        return (f"{call} holds {_peak(got)} micro-batches at once at its peak, more than 1F1B ever holds on "
-                f"that stage: 1F1B runs that stage's next backward first, even if it must wait for it, to keep memory "
-                f"from growing with m")
+        return tr("lesson.one_f_one_b.peak", "{call} holds {peak} micro-batches at once at its peak, more than 1F1B "
+                  "ever holds on that stage: 1F1B runs that stage's next backward first, even if it must wait for it, "
+                  "to keep memory from growing with m", call=call, peak=_peak(got))
     return None
 
 
@@ -106,13 +111,16 @@ def _pipeline_problem(orders: list[list[str]], m: int, p: int) -> str | None:
                 pos[s] += 1
                 moved = True
         if not moved:
-            stuck = ", ".join(f"stage {s} at {orders[s][pos[s]]}" for s in range(p) if pos[s] < 2 * m)
-            return (f"with p = {p} stages and m = {m} micro-batches, your orders wait on each other forever "
-                    f"({stuck}): a backward needs the later stage's backward first, a forward the earlier stage's forward")
+            stuck = ", ".join(tr("lesson.one_f_one_b.stuck_stage", "stage {stage} at {op}", stage=s,
+                                 op=orders[s][pos[s]]) for s in range(p) if pos[s] < 2 * m)
+            return tr("lesson.one_f_one_b.deadlock", "with p = {p} stages and m = {m} micro-batches, your orders wait "
+                      "on each other forever ({stuck}): a backward needs the later stage's backward first, a forward "
+                      "the earlier stage's forward", p=p, m=m, stuck=stuck)
     if max(free) > (m + p - 1) * 3:
-        return (f"with p = {p} stages and m = {m} micro-batches (a forward taking 1 time slot, a backward 2) your "
-                f"orders take {max(free)} slots, where GPipe and 1F1B take (m + p − 1) × 3 = {(m + p - 1) * 3}: "
-                f"a stage waits while it could be computing")
+        return tr("lesson.one_f_one_b.too_slow", "with p = {p} stages and m = {m} micro-batches (a forward taking 1 "
+                  "time slot, a backward 2) your orders take {slots} slots, where GPipe and 1F1B take "
+                  "(m + p − 1) × 3 = {best}: a stage waits while it could be computing", p=p, m=m, slots=max(free),
+                  best=(m + p - 1) * 3)
     return None
 
 

@@ -18,6 +18,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from ..core.checks import Exercise
+from ..core.i18n import tr
 
 NOTEBOOK = "10_beyond_one_machine"
 
@@ -72,7 +73,8 @@ def _run(train: Callable, epochs: int, path: str, seed: int) -> tuple[list[int],
     finally:
         handle.remove()
     if not isinstance(model, nn.Module):
-        raise TypeError(f"train returned {type(model).__name__}, not the model: keep the skeleton's `return model`")
+        raise TypeError(tr("lesson.resume.not_model", "train returned {type}, not the model: keep the skeleton's "
+                           "`return model`", type=type(model).__name__))
     return seen, len(steps), [p.detach().clone() for p in model.parameters()]
 
 
@@ -84,19 +86,23 @@ def _resume_behaviour(train: Callable) -> str | None:
         with tempfile.TemporaryDirectory() as d:
             seen, steps, whole = _run(train, total, os.path.join(d, "whole.pt"), seed=rnd.randint(1, 10**6))
             if seen != list(range(total)) or steps != total * per_epoch:
-                return (f"an uninterrupted run of {total} epochs trained epochs {seen} with {steps} optimizer steps; "
-                        f"it should train 0 … {total - 1}, {per_epoch} steps each")
+                return tr("lesson.resume.uninterrupted", "an uninterrupted run of {total} epochs trained epochs {seen} "
+                          "with {steps} optimizer steps; it should train 0 … {last}, {per_epoch} steps each",
+                          total=total, seen=seen, steps=steps, last=total - 1, per_epoch=per_epoch)
             path = os.path.join(d, "stopped.pt")
             _run(train, k, path, seed=rnd.randint(1, 10**6))
             if not os.path.exists(path):
-                return f"after a run of {k} epochs there is no checkpoint at the path train was given"
+                return tr("lesson.resume.no_checkpoint", "after a run of {k} epochs there is no checkpoint at the path "
+                          "train was given", k=k)
             seen, steps, resumed = _run(train, total, path, seed=rnd.randint(1, 10**6))
             if seen != list(range(k, total)) or steps != (total - k) * per_epoch:
-                return (f"stopped after {k} of {total} epochs, the resumed run trained epochs {seen} with {steps} "
-                        f"optimizer steps; it should train only the epochs still to do, {k} … {total - 1}")
+                return tr("lesson.resume.resumed_epochs", "stopped after {k} of {total} epochs, the resumed run "
+                          "trained epochs {seen} with {steps} optimizer steps; it should train only the epochs still "
+                          "to do, {k} … {last}", k=k, total=total, seen=seen, steps=steps, last=total - 1)
             if not all(torch.equal(a, b) for a, b in zip(whole, resumed)):
-                return (f"stopped after {k} of {total} epochs and resumed, the parameters differ from an uninterrupted "
-                        "run's: something the next epoch depends on was not saved or not restored")
+                return tr("lesson.resume.params_differ", "stopped after {k} of {total} epochs and resumed, the "
+                          "parameters differ from an uninterrupted run's: something the next epoch depends on was not "
+                          "saved or not restored", k=k, total=total)
     return None
 
 

@@ -60,19 +60,22 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
 
     ds = load_datasets("digits")
     accel = get_device()
-    cases = [(lambda: DigitsCNN(), DataLoader(ds["val"], batch_size=64), "an untrained DigitsCNN, batches of 64", True),
-             (lambda: MLP(), DataLoader(ds["test"], batch_size=100), "an untrained MLP, batches of 100", True),
+    cases = [(lambda: DigitsCNN(), DataLoader(ds["val"], batch_size=64),
+              tr("lesson.accuracy_no_grad.case_cnn", "an untrained DigitsCNN, batches of 64"), True),
+             (lambda: MLP(), DataLoader(ds["test"], batch_size=100),
+              tr("lesson.accuracy_no_grad.case_mlp", "an untrained MLP, batches of 100"), True),
              (lambda: DigitsCNN(hidden=16), DataLoader(Subset(ds["train"], range(77)), batch_size=32),
-              "a small DigitsCNN on 77 samples, batches of 32", True),
-             (with_batchnorm, DataLoader(ds["val"], batch_size=50),
-              "an untrained MLP with BatchNorm, handed over in training mode, batches of 50", True),
-             (with_batchnorm, DataLoader(ds["test"], batch_size=128),
-              "an untrained MLP with BatchNorm, handed over in evaluation mode, batches of 128", False),
-             (frozen_features, DataLoader(ds["val"], batch_size=64),
-              "a DigitsCNN whose features are frozen (requires_grad=False), batches of 64", True)]
+              tr("lesson.accuracy_no_grad.case_small", "a small DigitsCNN on 77 samples, batches of 32"), True),
+             (with_batchnorm, DataLoader(ds["val"], batch_size=50), tr("lesson.accuracy_no_grad.case_bn_train",
+              "an untrained MLP with BatchNorm, handed over in training mode, batches of 50"), True),
+             (with_batchnorm, DataLoader(ds["test"], batch_size=128), tr("lesson.accuracy_no_grad.case_bn_eval",
+              "an untrained MLP with BatchNorm, handed over in evaluation mode, batches of 128"), False),
+             (frozen_features, DataLoader(ds["val"], batch_size=64), tr("lesson.accuracy_no_grad.case_frozen",
+              "a DigitsCNN whose features are frozen (requires_grad=False), batches of 64"), True)]
     if accel.type != "cpu":
         cases.append((lambda: DigitsCNN().to(accel), DataLoader(ds["val"], batch_size=64),
-                      f"an untrained DigitsCNN on {accel}, batches of 64 from a loader on the CPU", True))
+                      tr("lesson.accuracy_no_grad.case_accel", "an untrained DigitsCNN on {device}, batches of 64 "
+                         "from a loader on the CPU", device=str(accel)), True))
     models, expected = [], []
     for seed, (make, loader, what, _) in enumerate(cases):
         torch.manual_seed(seed)
@@ -148,22 +151,19 @@ def _accuracy_behaviour(accuracy: Callable) -> str | None:
             if any(p.device != d or p.dtype != t or not torch.equal(p.detach(), v)
                    for p, (d, t, v) in zip(model.parameters(), came_as)):
                 return tr("00.changed_params", "for {what}, your function changed the model's parameters (their "
-                          "values, dtype or device): evaluation only reads them. Hand them back as they came",
-                          what=what)
+                          "values, dtype or device): evaluation only reads them. Hand them back as they came", what=what)
             if bufs_changed:
                 return changed_bufs
     return None
 
 
 EXERCISES = [
-    Exercise("00.threads_3_on_16", "int",
-             digest="fa80b2475d6f28ed7f9b935f72876aaf7a3f536ea60c351a5bd62cde480fd2c6",
+    Exercise("00.threads_3_on_16", "int", digest="fa80b2475d6f28ed7f9b935f72876aaf7a3f536ea60c351a5bd62cde480fd2c6",
              hint="Every thread of every process needs a core of its own: how many threads in all may the processes "
                   "run, and what share of them may each take without going over?",
              why="More threads than cores take turns on them; the rounding goes down, leaving a core idle rather "
                  "than oversubscribed."),
-    Exercise("00.gpus_visible_2_0_3", "ints",
-             digest="24dcb037b85061247d7376a490d08ac869f5f0fff3fc5bc96b8a318bd3c68a4a",
+    Exercise("00.gpus_visible_2_0_3", "ints", digest="24dcb037b85061247d7376a490d08ac869f5f0fff3fc5bc96b8a318bd3c68a4a",
              hint="Write down the list of GPUs this process can see, in the variable's order; then count and number "
                   "that list the way section 2 says torch does.",
              why="Launchers such as Ray give each worker its GPUs this way: inside, torch numbers the listed GPUs "

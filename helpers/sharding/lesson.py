@@ -7,6 +7,7 @@ import time
 from typing import Callable
 
 from ..core.checks import Exercise
+from ..core.i18n import tr
 from ..launching.launcher import describe_launch
 from .recipe import BYTES_PER_PARAM, SHARDED, memory_per_rank, model_parameters
 from .strategies import run_sharding, run_tp_block
@@ -46,19 +47,24 @@ def _partition_behaviour(fn: Callable) -> str | None:
         try:
             got = fn(list(numels), n)
         except Exception as e:  # noqa: BLE001 (a student's bug, reported in words)
-            return f"your function raised {type(e).__name__}: {e} for numels={numels}, world_size={n}"
+            return tr("lesson.zero1_partition.raised", "your function raised {error}: {message} for numels={numels}, "
+                      "world_size={n}", error=type(e).__name__, message=e, numels=numels, n=n)
         finally:
             shares._zero1_watch = None
         if called:
-            return ("zero1_partition calls the course's own partition (memory_per_rank or the rule behind it): the "
-                    "exercise is to write the rule yourself, from numels and world_size")
+            return tr("lesson.zero1_partition.uses_rule", "zero1_partition calls the course's own partition "
+                      "(memory_per_rank or the rule behind it): the exercise is to write the rule yourself, from "
+                      "numels and world_size")
         if not isinstance(got, (list, tuple)) or len(got) != n:
-            return f"for world_size={n} return a list of {n} numbers (elements per rank); got {got!r}"
+            return tr("lesson.zero1_partition.not_list", "for world_size={n} return a list of {n} numbers (elements "
+                      "per rank); got {got!r}", n=n, got=got)
         if sum(got) != sum(numels):
-            return f"for numels={numels} your ranks hold {sum(got)} elements in all, not {sum(numels)}"
+            return tr("lesson.zero1_partition.total", "for numels={numels} your ranks hold {total} elements in all, "
+                      "not {want}", numels=numels, total=sum(got), want=sum(numels))
         if list(got) != want:
-            return (f"for numels={numels}, world_size={n} your split {list(got)} differs from "
-                    "ZeroRedundancyOptimizer's: which tensor does it place first, and on which rank?")
+            return tr("lesson.zero1_partition.split", "for numels={numels}, world_size={n} your split {got} differs "
+                      "from ZeroRedundancyOptimizer's: which tensor does it place first, and on which rank?",
+                      numels=numels, n=n, got=list(got))
     return None
 
 
@@ -177,25 +183,35 @@ def _sizing_behaviour(fn: Callable, name: str, rule: Callable, with_n: bool) -> 
     """The student's sizing function against the rule on fresh cases; the calculator refused inside it (09)."""
     for case in _sizing_cases(with_n):
         want = rule(*case)
-        args = ", ".join(repr(a) for a in case)
+        call = f"{name}({', '.join(repr(a) for a in case)})"
         try:
             got, called = _calculator_called(fn, *case)
         except _TooSlow:
-            return (f"{name}({args}) was still running after {_TIME_LIMIT_S:g} s: does each loop in it end"
-                    + ("?" if with_n else ", also where no number of GPUs fits (return None there)?"))
+            if with_n:
+                return tr("lesson.sizing.too_slow", "{call} was still running after {limit:g} s: does each loop in it "
+                          "end?", call=call, limit=_TIME_LIMIT_S)
+            return tr("lesson.sizing.too_slow_none", "{call} was still running after {limit:g} s: does each loop in it "
+                      "end, also where no number of GPUs fits (return None there)?", call=call, limit=_TIME_LIMIT_S)
         except Exception as e:  # noqa: BLE001 (a student's bug, reported in words)
-            return f"your function raised {type(e).__name__}: {e} for {name}({args})"
+            return tr("lesson.sizing.raised", "your function raised {error}: {message} for {call}",
+                      error=type(e).__name__, message=e, call=call)
         if called:
-            return (f"{name} calls the course's calculator (memory_per_rank) or the check's own rule: the exercise is "
-                    "to do the arithmetic yourself, from section 1's tables")
-        wrong = (f"{name}({args}) returned {got!r}: not the most parameters whose state fits" if with_n else
-                 f"{name}({args}) returned {got!r}: not the fewest GPUs whose state fits (None where no number does)")
+            return tr("lesson.sizing.uses_calculator", "{name} calls the course's calculator (memory_per_rank) or the "
+                      "check's own rule: the exercise is to do the arithmetic yourself, from section 1's tables",
+                      name=name)
+        wrong = (tr("lesson.sizing.not_largest", "{call} returned {got!r}: not the most parameters whose state fits",
+                    call=call, got=got) if with_n else
+                 tr("lesson.sizing.not_fewest", "{call} returned {got!r}: not the fewest GPUs whose state fits (None "
+                    "where no number does)", call=call, got=got))
         if want is None or got is None:
             if got != want:
                 return wrong
             continue
         if isinstance(got, bool) or not isinstance(got, (int, float)) or got != got:
-            return f"{name}({args}) returned {got!r}: return a number" + ("" if with_n else " (or None)")
+            if with_n:
+                return tr("lesson.sizing.not_number", "{call} returned {got!r}: return a number", call=call, got=got)
+            return tr("lesson.sizing.not_number_none", "{call} returned {got!r}: return a number (or None)",
+                      call=call, got=got)
         if (abs(got - want) > 1e-6 * want) if with_n else got != want:
             return wrong
     return None

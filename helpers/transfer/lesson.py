@@ -51,11 +51,12 @@ def _freeze_cases() -> list[tuple[str, object, str]]:
         nn.ReLU(), nn.Linear(6, 3))))   # a parameterless BatchNorm in the head: it trains, yet has no parameter to
     # unfreeze; one in the backbone (body.5): frozen, yet has no frozen parameter either; head.1.0: a level deeper
     dotted = nn.Sequential(OrderedDict(net=nn.Sequential(*body(), nn.Linear(4, 3))))
-    return [("the course CNN", DigitsCNN(), "classifier"),
-            ("a model with layers fc and fc2", Siblings(), "fc"),
-            ("a model whose head fc2 was frozen before", frozen_before, "fc2"),
-            ("a model whose head holds a BatchNorm layer", bn_head, "head"),
-            ("a model whose head is net.5", dotted, "net.5")]
+    return [(tr("lesson.freeze_all_but.case_cnn", "the course CNN"), DigitsCNN(), "classifier"),
+            (tr("lesson.freeze_all_but.case_siblings", "a model with layers fc and fc2"), Siblings(), "fc"),
+            (tr("lesson.freeze_all_but.case_frozen_head", "a model whose head fc2 was frozen before"), frozen_before,
+             "fc2"),
+            (tr("lesson.freeze_all_but.case_bn_head", "a model whose head holds a BatchNorm layer"), bn_head, "head"),
+            (tr("lesson.freeze_all_but.case_dotted", "a model whose head is net.5"), dotted, "net.5")]
 
 
 def _blocked(model):

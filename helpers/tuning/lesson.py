@@ -5,6 +5,7 @@ import tempfile
 
 from ..core.checks import Exercise
 from ..core.device import hardware_label
+from ..core.i18n import tr
 from ..launching.ray_cluster import init_ray, shutdown_ray
 from .experiments import run_tuner
 
@@ -95,34 +96,37 @@ def _trainable_behaviour(fn) -> str | None:
             return score
 
         calls, train_calls, air_calls = _reports(fn, {"x": x, "train_epoch": train_epoch}, events)
-        if train_calls:
-            return ("it called ray.train.report, Ray Train's; inside a Tune trainable Ray refuses it: "
-                    "call ray.tune.report({'score': ...}) instead")
+        if train_calls:   # no {fields} below: tr() returns these as written, {'score': ...} included
+            return tr("lesson.trainable.train_report", "it called ray.train.report, Ray Train's; inside a Tune "
+                      "trainable Ray refuses it: call ray.tune.report({'score': ...}) instead")
         if air_calls:
-            return ("it called ray.air.session.report, the older Ray AIR form; today's API is "
-                    "ray.tune.report({'score': ...})")
+            return tr("lesson.trainable.air_report", "it called ray.air.session.report, the older Ray AIR form; "
+                      "today's API is ray.tune.report({'score': ...})")
         if not calls:
-            return "the trainable never called ray.tune.report, so the Tuner would see no result"
+            return tr("lesson.trainable.no_report", "the trainable never called ray.tune.report, so the Tuner would "
+                      "see no result")
         if any(kw and m is None for m, _, kw, _ in calls):
-            return "tune.report(score=...) is the old form; today it takes one dict: tune.report({'score': ...})"
+            return tr("lesson.trainable.old_form", "tune.report(score=...) is the old form; today it takes one dict: "
+                      "tune.report({'score': ...})")
         if any(not isinstance(m, dict) for m, _, _, _ in calls):
-            return "pass tune.report a dict of metrics"
+            return tr("lesson.trainable.not_dict", "pass tune.report a dict of metrics")
         refused = next((r for *_, r in calls if r), None)
         if refused:
-            return (f"Ray's tune.report would refuse that call ({refused}): it takes one dict of metrics, and only "
-                    "checkpoint= by name; put every value into the dict")
+            return tr("lesson.trainable.refused", "Ray's tune.report would refuse that call ({refused}): it takes one "
+                      "dict of metrics, and only checkpoint= by name; put every value into the dict", refused=refused)
         scores = [_number(m.get("score")) for m, _, _, _ in calls]
         right = len(scores) == 3 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                          and math.isclose(v, x * e, rel_tol=1e-9, abs_tol=1e-12)
                                          for v, e in zip(scores, (1, 2, 3)))
         if not right:
-            return (f"with config {{'x': {x}}} it reported scores {scores}; expected one report per epoch for "
-                    "epochs 1 to 3, each computed from the config it was given")
+            return tr("lesson.trainable.scores", "with config {{'x': {x}}} it reported scores {scores}; expected one "
+                      "report per epoch for epochs 1 to 3, each computed from the config it was given", x=x,
+                      scores=scores)
         order = [kind for kind, _ in events]
         if order != ["train", "report"] * 3:
-            return (f"it trained and reported in the order {order}; each epoch's report must come right after that "
-                    "epoch's config['train_epoch']() and before the next epoch trains, or ASHA sees a score only "
-                    "after the training it was meant to cut short")
+            return tr("lesson.trainable.order", "it trained and reported in the order {order}; each epoch's report "
+                      "must come right after that epoch's config['train_epoch']() and before the next epoch trains, or "
+                      "ASHA sees a score only after the training it was meant to cut short", order=order)
     return None
 
 

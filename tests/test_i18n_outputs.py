@@ -1,0 +1,56 @@
+"""The Korean notebooks' stored outputs (i18n/outputs.py): each line ``helpers`` printed through its message
+catalogue is said again in Korean, with the values it printed; nothing else is touched."""
+import string
+import sys
+
+import pytest
+
+from conftest import ROOT
+from helpers.core import checks
+from helpers.core.answers import wrap
+
+sys.path.insert(0, str(ROOT))  # i18n/ (the generator) is a folder of the course, not an installed package
+from i18n import messages, outputs  # noqa: E402
+
+
+def _printed(template: str) -> tuple[dict, str]:
+    """Values for ``template``'s fields (numbers where a format spec needs one) and the text it prints with them."""
+    if outputs._pieces(template) == [(template, None)]:   # braces that are no fields: tr() prints it as it is
+        return {}, template
+    values = {}
+    for i, (_, name, spec, _) in enumerate(string.Formatter().parse(template)):
+        if name is not None and name not in values:
+            values[name] = f"v{i}x" if not spec else 1234.5678
+    return values, template.format(**values)
+
+
+def _said_messages():
+    korean = messages.load_catalogue("ko")["messages"]
+    for key, english in messages.english_messages().items():
+        literal = sum(len(text) for text, _, _, _ in string.Formatter().parse(english))
+        if literal >= outputs.MIN_LITERAL:
+            yield key, english, korean[key]["ko"]
+
+
+@pytest.mark.parametrize("key, english, korean", [pytest.param(*m, id=m[0]) for m in _said_messages()])
+def test_every_catalogue_message_printed_in_english_is_said_again_in_korean_with_its_values(key, english, korean):
+    values, printed = _printed(english)
+    assert outputs.say_again(printed) == (korean.format(**values) if values else korean), key
+
+
+def test_a_self_check_result_with_its_why_and_a_wrapped_hint_come_back_in_korean(language):
+    ex_id = "00.batches_of_100"
+    english = checks.verify(ex_id, None)[1]
+    language("ko")
+    korean = checks.verify(ex_id, None)[1]
+    language("en")
+    cell = {"cell_type": "code", "outputs": [{"output_type": "stream", "name": "stdout",
+                                              "text": "before\n" + wrap(english) + "\nafter 3.5 s\n"}]}
+    said = outputs.localize_outputs(cell)["outputs"][0]["text"]
+    assert said == "before\n" + wrap(korean) + "\nafter 3.5 s\n"
+    assert cell["outputs"][0]["text"].startswith("before\n⏳ 00.batches_of_100: not answered yet")   # a copy changed
+
+
+def test_lines_that_are_no_message_of_helpers_stay_as_printed():
+    for line in ("epoch 3: loss 0.1234", "   an indented table row", "rank 0 hit a bug on purpose", ""):
+        assert outputs.say_again(line) == line
