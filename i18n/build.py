@@ -31,6 +31,7 @@ import nbformat
 if not __package__:   # run as a file (python i18n/build.py): put the folder that holds the package on the path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from i18n import translations as T  # noqa: E402  (its ROOT, NOTEBOOKS and I18N: the one place tests redirect)
+from i18n.glossary import glossary_problems  # noqa: E402
 from i18n.messages import message_problems, message_stubs  # noqa: E402
 from i18n.outputs import localize_outputs  # noqa: E402
 from i18n.readme import RESULTS, readme_problems  # noqa: E402
@@ -139,7 +140,7 @@ def readme_with_results(lang: str = "ko") -> tuple[Path, str | None]:
 
 def check(lang: str = "ko") -> list[str]:
     """What is wrong: untranslated cells, out-of-date notebooks, entries whose English cell is gone,
-    messages without a current translation, README drift (notebooks/ko)."""
+    messages without a current translation, README drift, glossary terms the notebooks do not use (notebooks/ko)."""
     errors = []
     for notebook in english_notebooks():
         for cell_id, state in problems(notebook, lang):
@@ -157,7 +158,7 @@ def check(lang: str = "ko") -> list[str]:
         errors.append(f"{readme.name}: missing, or without the results markers {RESULTS[0]} … {RESULTS[1]}")
     elif readme.read_text(encoding="utf-8") != text:
         errors.append(f"{readme.name}: its results table differs from README.md's; run `python -m i18n.build`")
-    return errors + message_problems(lang) + readme_problems(lang)
+    return errors + message_problems(lang) + readme_problems(lang) + glossary_problems(lang)
 
 
 def main(argv: list[str] | None = None) -> int:

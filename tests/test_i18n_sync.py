@@ -13,7 +13,7 @@ from helpers.core import checks
 from helpers.core import i18n as lang
 
 sys.path.insert(0, str(ROOT))  # i18n/ (the generator) is a folder of the course, not an installed package
-from i18n import build, messages, readme, translations  # noqa: E402
+from i18n import build, glossary, messages, readme, translations  # noqa: E402
 
 NOTEBOOKS = build.english_notebooks()
 
@@ -131,3 +131,23 @@ def test_a_code_exercise_check_says_what_is_wrong_in_the_course_language(languag
         assert re.search("[가-힣]", korean) and korean != said["en", exercise], korean
         assert not re.search("[A-Za-z]{2,} [a-z]{2,} [a-z]{2,}", korean.replace(call, "")), f"English left in: {korean}"
         assert call in korean   # the code it quotes stays as it is
+
+
+def test_every_glossary_term_is_used_in_the_notebooks_its_row_names():
+    assert not glossary.glossary_problems("ko"), "\n".join(glossary.glossary_problems("ko"))
+
+
+def test_the_glossary_check_catches_a_term_no_notebook_uses_and_a_row_without_a_notebook(tmp_course):
+    nb = NOTEBOOKS[8]   # 08_collectives
+    (tmp_course / "notebooks" / nb.name).write_bytes(nb.read_bytes())
+    (tmp_course / "i18n" / "ko" / f"{nb.stem}.json").write_text((ROOT / "i18n" / "ko" / f"{nb.stem}.json").read_text())
+    (tmp_course / "i18n" / "ko" / "GLOSSARY.md").write_text(
+        "| 한국어 | English | API | 노트북 · 절 |\n|---|---|---|---|\n"
+        "| 링 올리듀스 | ring all-reduce | `dist.all_reduce` | 08 §2 |\n"
+        "| 링 올리듀스 / 나무 올리듀스 | ring / tree all-reduce | — | 08 §2 |\n"
+        "| 파이프라인 병렬화 | pipeline parallelism | — | 08 §1 |\n"
+        "| 올리듀스 | all-reduce | — | 어디에도 없음 |\n", encoding="utf-8")
+    assert glossary.glossary_problems("ko") == [
+        "i18n/ko/GLOSSARY.md: 링 올리듀스 / 나무 올리듀스: ['나무 올리듀스'] used in none of the notebooks ['08']",
+        "i18n/ko/GLOSSARY.md: 파이프라인 병렬화: not used in notebook 08, which its row names",
+        "i18n/ko/GLOSSARY.md: 올리듀스: names no notebook (its last column, e.g. '03 §2')"]
