@@ -21,7 +21,7 @@ from i18n.stubs import exercise_sha
 
 INDENT = "   "   # helpers.core.answers.wrap's continuation lines
 CHECK_MARKS = "✅❌⏳"   # the first character of what helpers.core.checks.check prints
-MIN_LITERAL = 8   # a template with fewer literal characters than this would match lines it never printed
+MIN_LITERAL = 12   # a template with fewer characters of its own would match lines it never printed
 
 
 def _pieces(template: str) -> list[tuple[str, str | None]]:
@@ -53,14 +53,15 @@ def _fill(template: str, values: dict[str, str]) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _table(lang: str, root: str) -> tuple[list[tuple[re.Pattern, str]], dict[str, str]]:
-    """The messages to say again, longest literal text first, and the exercise texts (English → translation)."""
+def _table(lang: str, root: str) -> tuple[list[tuple[int, re.Pattern, str]], dict[str, str]]:
+    """The messages to say again (their literal length, pattern, translation), longest literal text first, and the
+    exercise texts (English → translation)."""
     catalogue = load_catalogue(lang)
     messages = []
     for key, english in english_messages().items():
         entry = catalogue["messages"].get(key)
         literal = sum(len(text) for text, _ in _pieces(english))
-        if message_status(key, english, entry, lang) == "ok" and literal >= MIN_LITERAL:
+        if message_status(key, english, entry, lang) == "ok":
             messages.append((literal, _regex(english), entry[lang]))
     messages.sort(key=lambda m: -m[0])
     texts = {}
@@ -70,21 +71,25 @@ def _table(lang: str, root: str) -> tuple[list[tuple[re.Pattern, str]], dict[str
         entry = catalogue["exercises"].get(ex_id, {})
         if entry.get("source_sha") == exercise_sha(ex.hint, ex.why) and not entry.get("todo"):
             texts.update({getattr(ex, f): entry[f] for f in ("hint", "why") if getattr(ex, f) and entry.get(f)})
-    return [(pattern, translated) for _, pattern, translated in messages], texts
+    return messages, texts
 
 
-def say_again(text: str, lang: str = "ko") -> str:
-    """``text`` (one printed line, or a field of one) in ``lang`` where it is a message of ``helpers``; else as is."""
+def say_again(text: str, lang: str = "ko", field: bool = False) -> str:
+    """``text`` (one printed line, or a ``field`` of one) in ``lang`` where it is a message of ``helpers``; else as
+    is. A whole line is matched only by templates with at least ``MIN_LITERAL`` characters of their own ("  rank
+    {rank}: {where}" would match lines it never printed); a field, already cut out by its message, by any."""
     messages, texts = _table(lang, str(T.ROOT))
     if text in texts:
         return texts[text]
-    for pattern, translated in messages:
+    for literal, pattern, translated in messages:
+        if literal < MIN_LITERAL and not field:
+            continue
         m = pattern.fullmatch(text)
         if m is None:   # a message followed by more (a check's result, then the exercise's why)
             m = pattern.match(text)
             if m is None or not text[m.end():].startswith(" ") or text[m.end() + 1:] not in texts:
                 continue
-        values = {name: say_again(value, lang) for name, value in m.groupdict().items()}
+        values = {name: say_again(value, lang, field=True) for name, value in m.groupdict().items()}
         rest = text[m.end():]
         return _fill(translated, values) + (" " + texts[rest[1:]] if rest else "")
     return text

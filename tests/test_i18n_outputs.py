@@ -52,5 +52,16 @@ def test_a_self_check_result_with_its_why_and_a_wrapped_hint_come_back_in_korean
 
 
 def test_lines_that_are_no_message_of_helpers_stay_as_printed():
-    for line in ("epoch 3: loss 0.1234", "   an indented table row", "rank 0 hit a bug on purpose", ""):
-        assert outputs.say_again(line) == line
+    for line in ("epoch 3: loss 0.1234", "   an indented table row", "rank 0 hit a bug on purpose", "",
+                 "  rank 0: node 0, local rank 0, computes on cpu"):   # the last: helpers/ddp/script.py's print,
+        assert outputs.say_again(line) == line                         # shaped like "  rank {rank}: {where}"
+
+
+def test_a_short_message_inside_a_longer_one_is_said_again_too():
+    english, korean = messages.english_messages(), messages.load_catalogue("ko")["messages"]
+    part = english["lesson.my_indices.part_dealing"]   # "dealing": too short to match a line alone
+    values = {"n": 17, "k": 5, "rank": 2, "drop_last": False, "got": [2, 7], "what": part}
+    line = english["lesson.my_indices.differs"].format(**values)
+    said = korean["lesson.my_indices.differs"]["ko"].format(**{**values, "what": korean[
+        "lesson.my_indices.part_dealing"]["ko"]})
+    assert outputs.say_again(line) == said and outputs.say_again(part) == part
