@@ -67,17 +67,9 @@ def test_sampler_bad_input():
         ddp.sampler_indices(10, 0)
 
 
-def test_two_torchrun_nodes_meet_on_loopback_and_each_rank_uses_its_local_rank(tmp_path):
-    """A real two-node launch on one machine: two agents, one c10d rendezvous on 127.0.0.1."""
-    addrs = ("127.0.0.2", "127.0.0.3")
-    out = ddp.run_torchrun(1, script_args=("--epochs", "1", "--checkpoint", str(tmp_path / "ck.pt")), nnodes=2,
-                           timeout=120, local_addrs=addrs)
-    assert "rank 0: node 0, local rank 0" in out and "rank 1: node 1, local rank 0" in out
-    node0 = [a for a, part in zip(addrs, out.split("--- agent ")[1:]) if "(rank 0 speaking)" in part]
-    assert len(node0) == 1 and f"MASTER_ADDR={node0[0]} (rank 0 speaking)" in out  # node 0's --local-addr
-    assert "each rank's own weights equal rank 0's checkpoint: [True, True]" in out
-    assert "validation accuracy of that checkpoint, reloaded on every rank" in out
-    assert "2 processes in all, started by 2 torchrun agent(s)" in out
+# A real two-node launch on one machine (two agents, one c10d rendezvous, each rank on its local rank, rank 0's checkpoint
+# equal on every rank) is notebook 03's cell 798e64eb: it asserts the node and MASTER_ADDR lines, and nbval compares
+# the rest of its printed lines (ranks, nodes, local ranks, [True, True], the accuracies) with the stored output.
 
 
 def test_loopback_aliases_are_tried_not_assumed(monkeypatch):

@@ -122,4 +122,24 @@ def test_the_notebooks_the_offline_drill_runs_are_not_run_twice():
     assert "notebooks/ko" not in with_drill, "nbval would run the Korean notebooks a second time"   # test_i18n's, here
     assert "test_monitor.py::" not in with_drill   # the test files the drill runs offline: run once, there
     assert "test_suite_passes_with_no_network" in with_drill
-    assert "notebooks/00_setup.ipynb::Cell 0" in collected("notebooks/00_setup.ipynb")   # alone, it runs as ever
+
+
+def test_without_the_offline_drill_its_notebooks_and_tests_stay_in_the_suite():
+    """Run alone (`pytest notebooks/00_setup.ipynb`, or with `-k` leaving the drill out), they run as ever: only
+    the drill's presence among the collected items moves them (conftest.py), checked here on items of both kinds."""
+    from types import SimpleNamespace
+
+    from conftest import OFFLINE_DRILL, _leave_to_the_offline_drill
+
+    def item(nodeid: str) -> SimpleNamespace:
+        return SimpleNamespace(nodeid=nodeid, path=ROOT / nodeid.split("::")[0])
+    items = [item("notebooks/00_setup.ipynb::Cell 0"), item("tests/test_monitor.py::test_x"), item("tests/test_ddp.py::t")]
+    deselected = []
+    config = SimpleNamespace(hook=SimpleNamespace(pytest_deselected=lambda items: deselected.extend(items)))
+    alone = list(items)
+    _leave_to_the_offline_drill(config, alone)
+    assert alone == items and deselected == []
+    with_drill = items + [item(OFFLINE_DRILL)]
+    _leave_to_the_offline_drill(config, with_drill)
+    kept = ["tests/test_ddp.py::t", OFFLINE_DRILL] if can_unshare() else [i.nodeid for i in items] + [OFFLINE_DRILL]
+    assert [i.nodeid for i in with_drill] == kept and len(deselected) == (2 if can_unshare() else 0)

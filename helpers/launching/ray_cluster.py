@@ -81,9 +81,9 @@ def _lean_env(session: Path) -> dict[str, str]:
     jsonschema go without its IRI format check (``jsonschema/_format.py`` imports it inside
     ``suppress(ImportError)``). This kernel itself is left as it is.
     """
-    import importlib.util
+    from importlib.machinery import PathFinder
 
-    if importlib.util.find_spec("rfc3987_syntax") is None:
+    if PathFinder.find_spec("rfc3987_syntax") is None:  # installed? (on sys.path: a None in sys.modules is no answer)
         return {}
     stubs = session / "stubs"
     stubs.mkdir(exist_ok=True)
