@@ -14,9 +14,10 @@ English cell changes, its hash no longer matches and the entry is *stale*.
 A generated notebook is the English one with every markdown cell replaced by its translation,
 links to the Colab copies of the English notebooks pointed at the translated ones, a note about
 the stored outputs added to the first markdown cell, and one line added to the setup cell (the
-first code cell) that makes ``helpers`` speak the language. Every other code cell is the English
-notebook's; the stored outputs are the English run's, with the lines ``helpers`` printed through its
-message catalogue said again in the language (i18n/outputs.py). See i18n/README.md.
+first code cell) that makes ``helpers`` speak the language. Every code cell is the English
+notebook's with the string literals its ``print`` calls say translated (i18n/cell_strings.py); the stored
+outputs are the English run's, with the lines ``helpers`` printed through its message catalogue and the
+cell's translated literals said again in the language (i18n/outputs.py). See i18n/README.md.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ import nbformat
 if not __package__:   # run as a file (python i18n/build.py): put the folder that holds the package on the path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from i18n import translations as T  # noqa: E402  (its ROOT, NOTEBOOKS and I18N: the one place tests redirect)
+from i18n.cell_strings import cell_problems, string_stubs, translate_code, usable_strings  # noqa: E402
 from i18n.glossary import glossary_problems  # noqa: E402
 from i18n.messages import message_problems, message_stubs  # noqa: E402
 from i18n.outputs import localize_outputs  # noqa: E402
@@ -47,11 +49,12 @@ LANGUAGE_LINE = '\nhelpers.set_language("{lang}")'
 # Added to the first markdown cell: what of the stored outputs is in the reader's language, and what stays English.
 OUTPUT_NOTE = {
     "ko": ("> **한국어판 안내**: 이 노트북은 영어 원본 [`{name}`](../{name})에서 생성되었습니다. 코드는 원본과 같고, "
-           "저장된 출력은 원본을 실행한 결과입니다(두 판의 수치가 같습니다). 출력 가운데 강좌의 메시지 목록"
-           "([`i18n/ko/messages.json`](../../i18n/ko/messages.json))에 있는 것, 곧 연습 문제 자가 점검 결과와 힌트, "
-           "강좌의 안내와 자주 만나는 오류 메시지는 한국어로 바꿔 두었습니다. 나머지는 영어입니다: 셀의 코드와 "
-           "`helpers`의 함수가 출력하는 문장·수치·표, 그래프 속 글자, 라이브러리의 출력(진행 표시줄, 프로파일러 표, "
-           "PyTorch와 Ray의 메시지). 직접 실행해도 마찬가지입니다."),
+           "셀이 `print`로 출력하는 문장만 한국어로 옮겼습니다. 저장된 출력은 원본을 실행한 결과이며(두 판의 수치가 "
+           "같습니다), 그 가운데 셀이 출력한 문장과 강좌의 메시지 목록([`i18n/ko/messages.json`](../../i18n/ko/messages.json))에 "
+           "있는 것, 곧 연습 문제 자가 점검 결과와 힌트, 강좌의 안내와 자주 만나는 오류 메시지는 한국어로 바꿔 두었습니다. "
+           "`helpers`의 함수가 만들어 돌려주거나 출력하는 표와 요약 문장, 셀의 f-문자열 중괄호 안에 든 낱말, 출력되는 "
+           "명령어와 코드, 그래프 속 글자, 라이브러리의 출력(진행 표시줄, 프로파일러 표, PyTorch와 Ray의 메시지)은 "
+           "영어로 남습니다. 직접 실행해도 마찬가지입니다."),
 }
 
 
@@ -85,7 +88,9 @@ def translate(notebook: Path, lang: str = "ko") -> nbformat.NotebookNode:
                 first_markdown = False
             cell.source = text
         elif cell.cell_type == "code":
-            cell.outputs = localize_outputs(cell, lang).outputs
+            said = usable_strings(entries.get(cell["id"]))
+            cell.outputs = localize_outputs(cell, lang, said).outputs
+            cell.source = translate_code(cell.source, said)
             if first_code:
                 cell.source = cell.source + LANGUAGE_LINE.format(lang=lang)
                 first_code = False
@@ -148,7 +153,12 @@ def check(lang: str = "ko") -> list[str]:
         path = output_path(notebook, lang)
         if not path.exists() or path.read_text(encoding="utf-8") != render(notebook, lang):
             errors.append(f"{path.relative_to(T.ROOT)}: out of date; run `python -m i18n.build`")
-        ids = {c["id"] for c in nbformat.read(notebook, as_version=4).cells}
+        cells = nbformat.read(notebook, as_version=4).cells
+        for cell in cells:
+            if cell.cell_type == "code":
+                strings = (load_translations(notebook, lang).get(cell["id"]) or {}).get("strings", {})
+                errors += [f"{notebook.name}: code cell {cell['id']}: {p}" for p in cell_problems(cell.source, strings)]
+        ids = {c["id"] for c in cells}
         for cell_id in load_translations(notebook, lang):
             if cell_id not in ids:
                 errors.append(f"{translation_path(notebook, lang).relative_to(T.ROOT)}: entry {cell_id} has no cell "
@@ -170,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--stubs", action="store_true", help="add TODO entries for missing and stale cells")
     args = parser.parse_args(argv)
     if args.stubs:
-        added = stubs(args.lang) + exercise_stubs(args.lang) + message_stubs(args.lang)
+        added = stubs(args.lang) + string_stubs(args.lang) + exercise_stubs(args.lang) + message_stubs(args.lang)
         print("\n".join(added) if added else "nothing to add: every markdown cell has an entry")
         return 0
     if args.check:

@@ -106,12 +106,15 @@ def _blocks(text: str) -> list[str]:
     return blocks
 
 
-def localize_outputs(cell: dict, lang: str = "ko") -> dict:
-    """A copy of a code cell whose stream outputs say ``helpers``' messages in ``lang`` (notebooks/ko).
+def localize_outputs(cell: dict, lang: str = "ko", strings: dict[str, str] | None = None) -> dict:
+    """A copy of a code cell whose stream outputs say ``helpers``' messages in ``lang`` (notebooks/ko), and then
+    what the cell's own translated literals printed (``strings``: i18n/cell_strings.py).
 
     A message that ``helpers.core.answers.wrap`` broke over lines (continuation lines indented) is joined,
     said again, and wrapped again the same way.
     """
+    from i18n.cell_strings import say_again as say_cell_strings
+
     from helpers.core.answers import wrap
 
     cell = copy.deepcopy(cell)
@@ -124,5 +127,5 @@ def localize_outputs(cell: dict, lang: str = "ko") -> dict:
             said = say_again(joined, lang) if joined.strip() else joined
             checked = "\n" in block or (block != "" and block[0] in CHECK_MARKS)   # checks.check wraps its lines
             blocks.append(block if said == joined else (wrap(said) if checked else said))
-        out["text"] = "\n".join(blocks)
+        out["text"] = say_cell_strings("\n".join(blocks), strings or {})
     return cell

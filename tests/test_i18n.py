@@ -1,16 +1,18 @@
 """The Korean edition (notebooks/ko, i18n/): fresh, generated, the English code and outputs, Korean text, and
 ``helpers`` speaking Korean when asked.
 
-The Korean notebooks are not run by nbval: they hold the English notebooks' code and stored outputs
-(asserted here), and pyproject.toml's ``norecursedirs`` leaves notebooks/ko out of collection
+The Korean notebooks are not run by nbval: they hold the English notebooks' code, with only the string literals
+its ``print`` calls say translated, and the English stored outputs with those said again (asserted here), and pyproject.toml's ``norecursedirs`` leaves notebooks/ko out of collection
 (also asserted here), so the suite runs each notebook once.
 """
 import functools
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import nbformat
@@ -21,7 +23,7 @@ from helpers.core import checks
 from helpers.core import i18n as lang
 
 sys.path.insert(0, str(ROOT))  # i18n/ (the generator) is a folder of the course, not an installed package
-from i18n import build, outputs, translations  # noqa: E402
+from i18n import build, cell_strings, outputs, translations  # noqa: E402
 
 NOTEBOOKS = build.english_notebooks()
 HANGUL_SHARE = 0.5   # of the words outside code, math and link targets
@@ -59,6 +61,12 @@ def test_the_committed_korean_notebook_is_what_the_generator_makes_now(path):
         f"{out.relative_to(ROOT)} is out of date (or edited by hand); run `python -m i18n.build`"
 
 
+def _tokens(source: str) -> list[tuple[int, str]]:
+    """A cell's tokens, string literals as their kind only (those may be translated)."""
+    return [(t.type, "" if t.type == tokenize.STRING else t.string)
+            for t in tokenize.generate_tokens(io.StringIO(source).readline)]
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_korean_code_cells_and_outputs_are_the_english_ones(path):
     en = _english(path)
@@ -68,10 +76,16 @@ def test_korean_code_cells_and_outputs_are_the_english_ones(path):
     codes = [(e, k) for e, k in zip(en.cells, ko.cells) if e.cell_type == "code"]
     setup_en, setup_ko = codes[0]
     assert setup_ko.source == setup_en.source + build.LANGUAGE_LINE.format(lang="ko")
+    entries = translations.load_translations(path)
     for e, k in codes:
         assert {**k, "source": "", "outputs": []} == {**e, "source": "", "outputs": []}, f"{path.name}: cell {e.id}"
-        assert k.source == e.source or (e, k) == codes[0], f"{path.name}: code cell {e.id} differs from the English one"
-        assert k.outputs == outputs.localize_outputs(e).outputs, f"{path.name}: cell {e.id}: not the English outputs"
+        said = cell_strings.usable_strings(entries.get(e.id))   # the cell's printed literals, in Korean
+        source = cell_strings.translate_code(e.source, said)
+        assert k.source == source or (e, k) == codes[0], f"{path.name}: code cell {e.id} differs from the English one"
+        assert _tokens(k.source.removesuffix(build.LANGUAGE_LINE.format(lang="ko"))) == _tokens(e.source), \
+            f"{path.name}: code cell {e.id}: more than its string literals differs from the English"
+        assert k.outputs == outputs.localize_outputs(e, "ko", said).outputs, \
+            f"{path.name}: cell {e.id}: not the English outputs said again"
         for before, after in zip(e.outputs, k.outputs):   # what changed is a message of helpers, now in Korean
             assert before.get("output_type") == after.get("output_type")
             if before.get("output_type") != "stream":

@@ -1,0 +1,274 @@
+"""What a code cell prints, in the reader's language (notebooks/<lang>). See i18n/README.md.
+
+A code cell's own sentences (``print(f"ASHA: {r['epochs']} epochs in {s:.0f} s")``) are string literals of its
+code. The translation file of a notebook holds, for a code cell, ``{"strings": {English literal: translated
+literal}}``, each literal exactly as it is written in the code (quotes, ``f`` prefix, fields and all). The
+translated notebook's code is the English code with each such literal replaced, token for token, so that a student
+who runs it reads Korean; its stored outputs are the English run's, with each literal's printed form said again:
+the English literal becomes a pattern (its text, a group per field), each match in the cell's stream outputs is
+replaced by the translated literal filled with the fields as they were printed. The numbers stay the English run's.
+
+The rules a translated literal must keep, checked by :func:`literal_problem`: the same kind of literal (an
+f-string for an f-string, the same quotes), the same fields (each expression with its conversion and format spec,
+as many times), and a field starts or ends the translation exactly where one starts or ends the English (the
+pattern leaves the edge fields out: what they printed stays in place).
+
+A literal is *translatable* when a ``print(...)`` call of the cell says it (:func:`_said`: not a literal it
+compares with or passes to a function) and it has at least :data:`MIN_WORDS` English words of its own (outside
+its fields; one for a branch of ``... if ... else ...``, "within" / "more than"): names of metrics, paths and
+one-word table headers stay as they are. An English literal that no longer is in its cell (the code changed) makes its
+translation *unused*; a translatable literal without one is *missing*; ``python -m i18n.build --check`` lists both.
+"""
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+
+MIN_WORDS = 2
+WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def _said(node: ast.AST, branch: bool = False):
+    """The string literals of an expression that end up in what it prints: itself, either side of a ``+``, either
+    branch of a ``... if ... else ...``. A literal compared with (``"rank 0" in out``), passed to a function (a
+    ``.format`` template too), or joined with is not said, and is never translated."""
+    if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        yield node, branch
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        yield from _said(node.left)
+        yield from _said(node.right)
+    elif isinstance(node, ast.IfExp):   # a branch ("within" / "more than"): one word is enough
+        yield from _said(node.body, True)
+        yield from _said(node.orelse, True)
+
+
+def _print_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int], int]]:
+    """The (start, end) positions, as (line, column), of the string literals the ``print(...)`` calls say, each with
+    the English words it needs to be translatable (a branch of ``... if ... else ...``: one)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    lines = source.splitlines()
+
+    def column(line: int, offset: int) -> int:   # ast counts UTF-8 bytes; tokenize counts characters
+        return len(lines[line - 1].encode("utf-8")[:offset].decode("utf-8", "ignore"))
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            for arg in node.args:
+                spans += [((n.lineno, column(n.lineno, n.col_offset)), (n.end_lineno, column(n.end_lineno, n.end_col_offset)),
+                           1 if branch else MIN_WORDS) for n, branch in _said(arg)]
+    return spans
+
+
+def _tokens(source: str) -> list[tokenize.TokenInfo]:
+    return list(tokenize.generate_tokens(io.StringIO(source).readline))
+
+
+def _literals(source: str) -> set[str]:
+    """Every string literal of a cell's code, as written (none where the cell is not Python: a cell magic)."""
+    try:
+        return {tok.string for tok in _tokens(source) if tok.type == tokenize.STRING}
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return set()
+
+
+def _parts(literal: str) -> list[tuple[str, str | None]]:
+    """``(literal text, None)`` and ``("", field)`` pieces of a string literal, in order; a field is its expression,
+    conversion and format spec as written (``{r['epochs']:.0f}`` → ``r['epochs']:.0f``)."""
+    node = ast.parse(literal, mode="eval").body
+    if isinstance(node, ast.Constant):
+        return [(node.value, None)]
+    parts = []
+    for v in node.values:
+        if isinstance(v, ast.Constant):
+            parts.append((v.value, None))
+        else:
+            conv = "" if v.conversion == -1 else "!" + chr(v.conversion)
+            spec = "" if v.format_spec is None else ":" + "".join(
+                p.value if isinstance(p, ast.Constant) else "{" + ast.unparse(p.value) + "}" for p in v.format_spec.values)
+            parts.append(("", ast.unparse(v.value) + conv + spec))
+    return parts
+
+
+def own_words(literal: str) -> int:
+    """How many English words a literal has of its own (outside its fields)."""
+    try:
+        return sum(len(WORD.findall(text)) for text, field in _parts(literal) if field is None)
+    except (SyntaxError, ValueError):
+        return 0
+
+
+def translatable(source: str) -> list[str]:
+    """The string literals of a code cell that its ``print`` calls say and that have words to translate, in order,
+    each once."""
+    spans = _print_spans(source)
+    out: list[str] = []
+    try:
+        tokens = _tokens(source)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+    for tok in tokens:
+        if tok.type != tokenize.STRING or tok.string in out:
+            continue
+        if any(a <= tok.start and tok.end <= b and own_words(tok.string) >= words for a, b, words in spans):
+            out.append(tok.string)
+    return out
+
+
+def literal_problem(english: str, translated: str) -> str | None:
+    """Why ``translated`` cannot stand for ``english`` in the code (see the module's rules), or None."""
+    try:
+        en, tr = ast.parse(english, mode="eval").body, ast.parse(translated, mode="eval").body
+    except SyntaxError as e:
+        return f"not a string literal ({e.msg})"
+    if type(en) is not type(tr) or not isinstance(tr, (ast.Constant, ast.JoinedStr)) or \
+            (isinstance(tr, ast.Constant) and not isinstance(tr.value, str)):
+        return "not the same kind of string literal (an f-string for an f-string, a plain string for a plain one)"
+    if re.match(r"[A-Za-z]*", english).group().lower() != re.match(r"[A-Za-z]*", translated).group().lower():
+        return "not the same string prefix (f, r, b...)"
+    en_parts, tr_parts = _parts(english), _parts(translated)
+    en_fields, tr_fields = sorted(f for _, f in en_parts if f), sorted(f for _, f in tr_parts if f)
+    if en_fields != tr_fields:
+        return f"not the same fields: {en_fields} in the English, {tr_fields} in the translation"
+    for edge in (0, -1):
+        if en_parts[edge][1] is not None and tr_parts[edge][1] != en_parts[edge][1]:
+            return (f"the English {'starts' if edge == 0 else 'ends'} with the field {{{en_parts[edge][1]}}}: the "
+                    f"translation must {'start' if edge == 0 else 'end'} with it too")
+    en_inner, tr_inner = sorted(f for _, f in _inner(en_parts) if f), sorted(f for _, f in _inner(tr_parts) if f)
+    if en_inner != tr_inner:
+        moved = sorted(set(en_inner) - set(tr_inner))
+        return (f"the field(s) {', '.join('{' + f + '}' for f in moved)} sit inside the English but at an edge of the "
+                "translation: put text before or after them (what an edge field printed stays in place, so the stored "
+                "output would lose it)")
+    return None
+
+
+def _inner(parts: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+    """The pieces without the fields at either edge (what they printed stays in place)."""
+    start = 1 if parts and parts[0][1] is not None else 0
+    end = len(parts) - 1 if len(parts) > start and parts[-1][1] is not None else len(parts)
+    return parts[start:end]
+
+
+def _pattern(english: str, lines: bool = False) -> tuple[re.Pattern, dict[str, str]] | None:
+    """A pattern matching what ``english`` printed, edge fields left out; a named group per inner field. A field
+    holds no copy of the text just before it (so a match starts at the last one: "off by 4e-04, ... off by 5e-03
+    (off by: ..." matches from the second "off by"), and stays within its line unless ``lines``."""
+    groups, out, before = {}, [], ""
+    for text, field in _inner(_parts(english)):
+        if field is None:
+            out.append(re.escape(text))
+            before = text
+            continue
+        if field in groups:
+            out.append(f"(?P={groups[field]})")
+        else:
+            groups[field] = f"g{len(groups)}"
+            char = r"[\s\S]" if lines else r"[^\n]"
+            out.append(f"(?P<{groups[field]}>(?:(?!{re.escape(before)}){char})*?)" if before else
+                       f"(?P<{groups[field]}>{char}*?)")
+    if not any(t for t, f in _inner(_parts(english)) if f is None):
+        return None
+    return re.compile("".join(out)), groups
+
+
+def say_again(text: str, strings: dict[str, str]) -> str:
+    """``text`` (a cell's printed output) with each English literal's printed form replaced by its translation, the
+    fields as they were printed; the literals with the most text of their own first, each place replaced once."""
+    def literal_length(english: str) -> int:
+        return sum(len(t) for t, f in _parts(english) if f is None)
+
+    marks: list[str] = []
+    for english in sorted(strings, key=literal_length, reverse=True):
+        if literal_problem(english, strings[english]):   # refused (--check says why): the English stays
+            continue
+        found = _pattern(english)
+        if found is None:
+            continue
+        pattern, groups = found
+        if not pattern.search(text):   # a field that printed several lines (a helper's paragraph)
+            pattern, groups = _pattern(english, lines=True)
+        translated = _inner(_parts(strings[english]))
+
+        def fill(m: re.Match, translated=translated, groups=groups) -> str:
+            marks.append("".join(t if f is None else m.group(groups[f]) for t, f in translated))
+            return f"\x00{len(marks) - 1}\x00"
+        text = pattern.sub(fill, text)
+    return re.sub(r"\x00(\d+)\x00", lambda m: marks[int(m.group(1))], text)
+
+
+def translate_code(source: str, strings: dict[str, str]) -> str:
+    """``source`` with each English literal of ``strings`` replaced by its translation, token for token (a literal
+    that fails :func:`literal_problem` stays English)."""
+    usable = {en: tr for en, tr in strings.items() if tr and literal_problem(en, tr) is None}
+    if not usable:
+        return source
+    lines = source.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    out, at = [], 0
+    try:
+        tokens = _tokens(source)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return source
+    for tok in tokens:
+        if tok.type == tokenize.STRING and tok.string in usable:
+            start = offsets[tok.start[0] - 1] + tok.start[1]
+            end = offsets[tok.end[0] - 1] + tok.end[1]
+            out.append(source[at:start] + usable[tok.string])
+            at = end
+    return "".join(out) + source[at:]
+
+
+def cell_problems(source: str, strings: dict[str, str]) -> list[str]:
+    """What is wrong with a code cell's translated literals: missing, unused, unfinished or refused ones."""
+    wanted = translatable(source)
+    out = [f"missing: {en}" for en in wanted if not strings.get(en) or strings[en] == "TODO"]
+    present = _literals(source)
+    out += [f"unused (no longer in the cell's code): {en}" for en in strings if en not in present]
+    for en, tr in strings.items():
+        if en in present and tr and tr != "TODO" and (why := literal_problem(en, tr)):
+            out.append(f"refused: {en} → {tr}: {why}")
+    return out
+
+
+def usable_strings(entry: dict | None) -> dict[str, str]:
+    """The translated literals of a code cell's entry that the code can take (done, and kept to the rules)."""
+    strings = (entry or {}).get("strings", {})
+    return {en: tr for en, tr in strings.items() if tr and tr != "TODO" and literal_problem(en, tr) is None}
+
+
+def string_stubs(lang: str = "ko") -> list[str]:
+    """Add ``"TODO"`` for every translatable literal of every code cell that has no translation; drop the unused
+    ones (their English is no longer in the code); return what was added (notebooks/<lang>)."""
+    import nbformat
+
+    from i18n.translations import english_notebooks, load_translations, save_translations
+
+    added = []
+    for notebook in english_notebooks():
+        entries, touched = load_translations(notebook, lang), False
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            entry = entries.get(cell["id"], {})
+            old = entry.get("strings", {})
+            wanted = translatable(cell.source)
+            present = _literals(cell.source)
+            new = {en: old.get(en) or "TODO" for en in wanted}
+            new.update({en: tr for en, tr in old.items() if en in present and en not in new})   # kept by hand
+            if new != old:
+                added += [f"{notebook.name}: code cell {cell['id']}: {en}" for en in wanted if not old.get(en)]
+                if new:
+                    entries[cell["id"]] = {**entry, "strings": new}
+                else:
+                    entries.pop(cell["id"], None)
+                touched = True
+        if touched:
+            save_translations(notebook, entries, lang)
+    return added
