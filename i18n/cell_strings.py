@@ -14,9 +14,8 @@ as many times), and a field starts or ends the translation exactly where one sta
 pattern leaves the edge fields out: what they printed stays in place).
 
 A literal is *translatable* when a ``print(...)`` call of the cell says it (:func:`_said`: not a literal it
-compares with or passes to a function) and it has at least :data:`MIN_WORDS` English words of its own (outside
-its fields; one for a branch of ``... if ... else ...``, "within" / "more than"): names of metrics, paths and
-one-word table headers stay as they are. An English literal that no longer is in its cell (the code changed) makes its
+compares with or passes to a function) and it has an English word of its own (outside its fields): a literal
+without one (a field, units, a path) stays as it is. An English literal that no longer is in its cell (the code changed) makes its
 translation *unused*; a translatable literal without one is *missing*; ``python -m i18n.build --check`` lists both.
 """
 from __future__ import annotations
@@ -26,13 +25,14 @@ import io
 import re
 import tokenize
 
-MIN_WORDS = 2
+MIN_WORDS = 1
+ANCHOR_WORDS = 4   # a literal of fewer words is said again only where it is anchored (see _pattern)
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def _said(node: ast.AST, branch: bool = False):
     """The string literals of an expression that end up in what it prints: itself, either side of a ``+``, either
-    branch of a ``... if ... else ...``. A literal compared with (``"rank 0" in out``), passed to a function (a
+    branch of a ``... if ... else ...``, an alternative of ``... or ...``. A literal compared with (``"rank 0" in out``), passed to a function (a
     ``.format`` template too), or joined with is not said, and is never translated."""
     if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
         yield node, branch
@@ -42,6 +42,9 @@ def _said(node: ast.AST, branch: bool = False):
     elif isinstance(node, ast.IfExp):   # a branch ("within" / "more than"): one word is enough
         yield from _said(node.body, True)
         yield from _said(node.orelse, True)
+    elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):   # lines() or "nothing above 1.00"
+        for value in node.values:
+            yield from _said(value, branch)
 
 
 def _print_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int], int]]:
@@ -156,24 +159,33 @@ def _inner(parts: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
 
 def _pattern(english: str, lines: bool = False) -> tuple[re.Pattern, dict[str, str]] | None:
     """A pattern matching what ``english`` printed, edge fields left out; a named group per inner field. A field
-    holds no copy of the text just before it (so a match starts at the last one: "off by 4e-04, ... off by 5e-03
-    (off by: ..." matches from the second "off by"), and stays within its line unless ``lines``."""
-    groups, out, before = {}, [], ""
+    after words holds no copy of them (so a match starts at the last copy: "off by 4e-04, ... off by 5e-03 (off by:
+    ..." matches from the second "off by"); after punctuation alone (", ") it may (a module's repr holds ", "). A
+    field stays within its line unless ``lines``. A literal of fewer than :data:`ANCHOR_WORDS` words matches only
+    where it starts or ends a line or touches a literal already said again: "more than" alone would be found in a
+    helper's sentence too."""
+    groups, out, plain, before = {}, [], [], ""
     for text, field in _inner(_parts(english)):
         if field is None:
             out.append(re.escape(text))
+            plain.append(re.escape(text))
             before = text
             continue
+        char = r"[\s\S]" if lines else r"[^\n]"
+        value = f"(?:(?!{re.escape(before)}){char})*?" if WORD.search(before) else f"{char}*?"
+        plain.append(value)
         if field in groups:
             out.append(f"(?P={groups[field]})")
         else:
             groups[field] = f"g{len(groups)}"
-            char = r"[\s\S]" if lines else r"[^\n]"
-            out.append(f"(?P<{groups[field]}>(?:(?!{re.escape(before)}){char})*?)" if before else
-                       f"(?P<{groups[field]}>{char}*?)")
+            out.append(f"(?P<{groups[field]}>{value})")
     if not any(t for t, f in _inner(_parts(english)) if f is None):
         return None
-    return re.compile("".join(out)), groups
+    body = "".join(out)
+    if own_words(english) < ANCHOR_WORDS:   # anchored: at a line's start, after a said literal, or ending at one
+        ends = r"(?:$|\n|\x00| \x00)"
+        body = rf"(?:(?<=^)|(?<=\n)|(?<=\x00)|(?<=\x00 )|(?={''.join(plain)}{ends})){body}"
+    return re.compile(body), groups
 
 
 def say_again(text: str, strings: dict[str, str]) -> str:

@@ -97,3 +97,14 @@ def test_a_field_that_printed_several_lines_is_matched_when_no_single_line_match
 def test_a_one_word_branch_of_a_said_choice_is_translatable_too():
     code = 'x = 1\nprint("ASHA and full, " + ("within" if x else "more than") + " 25% of each other here")\n'
     assert C.translatable(code) == ['"ASHA and full, "', '"within"', '"more than"', '" 25% of each other here"']
+
+
+def test_a_fallback_after_or_is_said_and_a_short_literal_is_said_again_only_where_anchored():
+    assert C.translatable('print(lines() or "no step had an efficiency above 1.00")\n') == \
+        ['"no step had an efficiency above 1.00"']
+    strings = {'"more than"': '"25% 넘게"', '" 25% of each other here"': '" 차이 납니다"', '"launcher:"': '"런처:"'}
+    printed = ("full 6.4 s, more than 25% of each other here\n"
+               "launcher: rank 1 failed\n"
+               "(why it took 1.19 times as long, more than 5% off 1, is not separated)\n")   # a helper's sentence
+    assert C.say_again(printed, strings) == ("full 6.4 s, 25% 넘게 차이 납니다\n" "런처: rank 1 failed\n"
+                                             "(why it took 1.19 times as long, more than 5% off 1, is not separated)\n")
