@@ -161,7 +161,7 @@ def _pattern(english: str, lines: bool = False) -> tuple[re.Pattern, dict[str, s
     """A pattern matching what ``english`` printed, edge fields left out; a named group per inner field. A field
     after words holds no copy of them (so a match starts at the last copy: "off by 4e-04, ... off by 5e-03 (off by:
     ..." matches from the second "off by"); after punctuation alone (", ") it may (a module's repr holds ", "). A
-    field stays within its line unless ``lines``. A literal of fewer than :data:`ANCHOR_WORDS` words matches only
+    field stays within its line unless ``lines``. A literal without fields and of fewer than :data:`ANCHOR_WORDS` words matches only
     where it starts or ends a line or touches a literal already said again: "more than" alone would be found in a
     helper's sentence too."""
     groups, out, plain, before = {}, [], [], ""
@@ -182,7 +182,7 @@ def _pattern(english: str, lines: bool = False) -> tuple[re.Pattern, dict[str, s
     if not any(t for t, f in _inner(_parts(english)) if f is None):
         return None
     body = "".join(out)
-    if own_words(english) < ANCHOR_WORDS:   # anchored: at a line's start, after a said literal, or ending at one
+    if own_words(english) < ANCHOR_WORDS and not groups and len(_parts(english)) == 1:   # anchored: at a line's start, after a said literal, or ending at one
         ends = r"(?:$|\n|\x00| \x00)"
         body = rf"(?:(?<=^)|(?<=\n)|(?<=\x00)|(?<=\x00 )|(?={''.join(plain)}{ends})){body}"
     return re.compile(body), groups

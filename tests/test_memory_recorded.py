@@ -118,3 +118,25 @@ def test_the_batch_search_cell_still_runs_the_recorded_gpu_code():
     # cell 37's GPU path must stay the recorded one, or its recorded line is an earlier version's
     intro = M.recorded_gpu_intro("c67d3342")
     assert "; same cell code" in intro and "earlier version" not in intro and "course commit" in intro
+
+
+def test_in_korean_a_recording_says_the_cells_sentences_as_the_korean_notebook_stores_them(language):
+    """A Korean run replays a recorded cell's output with the cell's printed sentences in Korean, exactly as the Korean
+    notebook's stored output re-renders the English run (i18n/cell_strings.py); its rows are parsed as recorded."""
+    import json
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT))
+    from i18n import cell_strings
+
+    raw = M.recorded_gpu_output("bf60e06a", said=False)
+    entry = json.loads((ROOT / "i18n" / "ko" / "06_oom_troubleshooting.json").read_text(encoding="utf-8"))["bf60e06a"]
+    rows = M.recorded_memory_rows()
+    language("ko")
+    said = M.recorded_gpu_output("bf60e06a")
+    assert said == cell_strings.say_again(raw, cell_strings.usable_strings(entry)) != raw
+    assert M.recorded_memory_rows() == rows
+    language("en")
+    assert M.recorded_gpu_output("bf60e06a") == raw

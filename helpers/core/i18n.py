@@ -95,3 +95,23 @@ def exercise_text(exercise_id: str, field: str, default: str) -> str:
         return default
     entry = messages().get("exercises", {}).get(exercise_id, {})
     return default if entry.get("todo") else entry.get(field) or default
+
+
+def said_by_the_cell(notebook: str, cell_id: str, text: str, lang: str | None = None) -> str:
+    """``text``, what a cell of ``notebook`` printed in English (a recorded run's output), with the cell's printed
+    sentences in ``lang`` (default: the course's language), as the translated notebook's stored outputs say them
+    (``i18n/cell_strings.py``, with the cell's entry in ``i18n/<lang>/<notebook>.json``). As it is in English, and
+    where helpers has no i18n folder beside it or the cell has no translation (06)."""
+    lang = lang or get_language()
+    if lang == "en":
+        return text
+    import importlib.util
+
+    try:
+        entry = json.loads((MESSAGES_DIR / lang / f"{notebook}.json").read_text(encoding="utf-8")).get(cell_id)
+        spec = importlib.util.spec_from_file_location("_course_cell_strings", MESSAGES_DIR / "cell_strings.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except (OSError, ValueError, ImportError, AttributeError):
+        return text
+    return module.say_again(text, module.usable_strings(entry))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.i18n import said_by_the_cell
+
 __all__ = ["RECORDED_GPU_RUN", "recorded_gpu_run", "recorded_gpu_commit", "recorded_gpu_output", "recorded_gpu_intro",
            "recorded_gpu_code", "gpu_path", "recorded_memory_rows",
            "small_segments_only"]
@@ -144,8 +146,12 @@ def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", f
             f"without one differ.\n{short}")
 
 
-def recorded_gpu_output(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN) -> str:
+def recorded_gpu_output(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN,
+                        said: bool = True) -> str:
     """The printed output of one cell of ``notebook`` as the recorded GPU run executed it (06).
+
+    With ``said`` (the default), the cell's own printed sentences come in the course's language, as the translated
+    notebook's stored outputs say them (:func:`helpers.core.i18n.said_by_the_cell`); ``said=False``: as recorded.
 
     Read from the executed notebooks ``tests/gpu/run.sh`` kept (``executed_notebooks.zip``), so
     what a CPU run shows for a GPU cell is what a GPU printed, not typed text.
@@ -157,7 +163,8 @@ def recorded_gpu_output(cell_id: str, notebook: str = "06_oom_troubleshooting", 
         nb = json.loads(z.read(f"{notebook}.ipynb"))
     for cell in nb["cells"]:
         if cell.get("id") == cell_id:
-            return "".join("".join(o["text"]) for o in cell.get("outputs", []) if o.get("output_type") == "stream").rstrip()
+            text = "".join("".join(o["text"]) for o in cell.get("outputs", []) if o.get("output_type") == "stream").rstrip()
+            return said_by_the_cell(notebook, cell_id, text) if said else text
     raise KeyError(f"no cell {cell_id!r} in the recorded {notebook}; record a new GPU run with tests/gpu/run.sh")
 
 
@@ -170,7 +177,7 @@ def recorded_memory_rows(cell_id: str = "d78593a6", notebook: str = "06_oom_trou
     import re
 
     rows = {}
-    for line in recorded_gpu_output(cell_id, notebook, folder).splitlines():
+    for line in recorded_gpu_output(cell_id, notebook, folder, said=False).splitlines():
         m = re.match(r"^(.*?)\s+allocated\s+([\d.]+) MiB\s+reserved\s+([\d.]+) MiB\s*$", line)
         if m:
             rows[m.group(1).strip()] = (float(m.group(2)), float(m.group(3)))
