@@ -153,13 +153,13 @@ def check(lang: str = "ko") -> list[str]:
         path = output_path(notebook, lang)
         if not path.exists() or path.read_text(encoding="utf-8") != render(notebook, lang):
             errors.append(f"{path.relative_to(T.ROOT)}: out of date; run `python -m i18n.build`")
-        cells = nbformat.read(notebook, as_version=4).cells
+        cells, entries = nbformat.read(notebook, as_version=4).cells, load_translations(notebook, lang)
         for cell in cells:
             if cell.cell_type == "code":
-                strings = (load_translations(notebook, lang).get(cell["id"]) or {}).get("strings", {})
+                strings = (entries.get(cell["id"]) or {}).get("strings", {})
                 errors += [f"{notebook.name}: code cell {cell['id']}: {p}" for p in cell_problems(cell.source, strings)]
         ids = {c["id"] for c in cells}
-        for cell_id in load_translations(notebook, lang):
+        for cell_id in entries:
             if cell_id not in ids:
                 errors.append(f"{translation_path(notebook, lang).relative_to(T.ROOT)}: entry {cell_id} has no cell "
                               "in the English notebook (a deleted cell?): remove the entry, or restore the cell")

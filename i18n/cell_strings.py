@@ -15,8 +15,8 @@ pattern leaves the edge fields out: what they printed stays in place).
 
 A literal is *translatable* when a ``print(...)`` call of the cell says it (:func:`_said`: not a literal it
 compares with or passes to a function) and it has an English word of its own (outside its fields): a literal
-without one (a field, units, a path) stays as it is. An English literal that no longer is in its cell (the code changed) makes its
-translation *unused*; a translatable literal without one is *missing*; ``python -m i18n.build --check`` lists both.
+without one (a field, units, a path) stays as it is. An English literal that no longer is in its cell (the code
+changed) makes its translation *unused*; a translatable literal without one is *missing*; ``python -m i18n.build --check`` lists both.
 """
 from __future__ import annotations
 
@@ -25,31 +25,29 @@ import io
 import re
 import tokenize
 
-MIN_WORDS = 1
 ANCHOR_WORDS = 4   # a literal of fewer words is said again only where it is anchored (see _pattern)
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
-def _said(node: ast.AST, branch: bool = False):
+def _said(node: ast.AST):
     """The string literals of an expression that end up in what it prints: itself, either side of a ``+``, either
-    branch of a ``... if ... else ...``, an alternative of ``... or ...``. A literal compared with (``"rank 0" in out``), passed to a function (a
-    ``.format`` template too), or joined with is not said, and is never translated."""
+    branch of a ``... if ... else ...``, an alternative of ``... or ...``. A literal compared with (``"rank 0" in
+    out``), passed to a function (a ``.format`` template too), or joined with is not said, and is never translated."""
     if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-        yield node, branch
+        yield node
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         yield from _said(node.left)
         yield from _said(node.right)
-    elif isinstance(node, ast.IfExp):   # a branch ("within" / "more than"): one word is enough
-        yield from _said(node.body, True)
-        yield from _said(node.orelse, True)
+    elif isinstance(node, ast.IfExp):   # "within" if ... else "more than"
+        yield from _said(node.body)
+        yield from _said(node.orelse)
     elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):   # lines() or "nothing above 1.00"
         for value in node.values:
-            yield from _said(value, branch)
+            yield from _said(value)
 
 
-def _print_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int], int]]:
-    """The (start, end) positions, as (line, column), of the string literals the ``print(...)`` calls say, each with
-    the English words it needs to be translatable (a branch of ``... if ... else ...``: one)."""
+def _print_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The (start, end) positions, as (line, column), of the string literals the ``print(...)`` calls say."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -62,8 +60,8 @@ def _print_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int], in
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             for arg in node.args:
-                spans += [((n.lineno, column(n.lineno, n.col_offset)), (n.end_lineno, column(n.end_lineno, n.end_col_offset)),
-                           1 if branch else MIN_WORDS) for n, branch in _said(arg)]
+                spans += [((n.lineno, column(n.lineno, n.col_offset)), (n.end_lineno, column(n.end_lineno, n.end_col_offset)))
+                          for n in _said(arg)]
     return spans
 
 
@@ -117,7 +115,7 @@ def translatable(source: str) -> list[str]:
     for tok in tokens:
         if tok.type != tokenize.STRING or tok.string in out:
             continue
-        if any(a <= tok.start and tok.end <= b and own_words(tok.string) >= words for a, b, words in spans):
+        if own_words(tok.string) and any(a <= tok.start and tok.end <= b for a, b in spans):
             out.append(tok.string)
     return out
 
@@ -161,9 +159,9 @@ def _pattern(english: str, lines: bool = False) -> tuple[re.Pattern, dict[str, s
     """A pattern matching what ``english`` printed, edge fields left out; a named group per inner field. A field
     after words holds no copy of them (so a match starts at the last copy: "off by 4e-04, ... off by 5e-03 (off by:
     ..." matches from the second "off by"); after punctuation alone (", ") it may (a module's repr holds ", "). A
-    field stays within its line unless ``lines``. A literal without fields and of fewer than :data:`ANCHOR_WORDS` words matches only
-    where it starts or ends a line or touches a literal already said again: "more than" alone would be found in a
-    helper's sentence too."""
+    field stays within its line unless ``lines``. A literal without fields and of fewer than :data:`ANCHOR_WORDS`
+    words matches only where it starts or ends a line or touches a literal already said again: "more than" alone
+    would be found in a helper's sentence too."""
     groups, out, plain, before = {}, [], [], ""
     for text, field in _inner(_parts(english)):
         if field is None:
@@ -182,7 +180,7 @@ def _pattern(english: str, lines: bool = False) -> tuple[re.Pattern, dict[str, s
     if not any(t for t, f in _inner(_parts(english)) if f is None):
         return None
     body = "".join(out)
-    if own_words(english) < ANCHOR_WORDS and not groups and len(_parts(english)) == 1:   # anchored: at a line's start, after a said literal, or ending at one
+    if own_words(english) < ANCHOR_WORDS and len(_parts(english)) == 1:   # anchored (see above)
         ends = r"(?:$|\n|\x00| \x00)"
         body = rf"(?:(?<=^)|(?<=\n)|(?<=\x00)|(?<=\x00 )|(?={''.join(plain)}{ends})){body}"
     return re.compile(body), groups
@@ -216,7 +214,7 @@ def say_again(text: str, strings: dict[str, str]) -> str:
 def translate_code(source: str, strings: dict[str, str]) -> str:
     """``source`` with each English literal of ``strings`` replaced by its translation, token for token (a literal
     that fails :func:`literal_problem` stays English)."""
-    usable = {en: tr for en, tr in strings.items() if tr and literal_problem(en, tr) is None}
+    usable = usable_strings({"strings": strings})
     if not usable:
         return source
     lines = source.splitlines(keepends=True)

@@ -13,6 +13,7 @@ said now: the English changed since), is said in English. See i18n/messages.py.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -105,13 +106,20 @@ def said_by_the_cell(notebook: str, cell_id: str, text: str, lang: str | None = 
     lang = lang or get_language()
     if lang == "en":
         return text
-    import importlib.util
-
     try:
         entry = json.loads((MESSAGES_DIR / lang / f"{notebook}.json").read_text(encoding="utf-8")).get(cell_id)
-        spec = importlib.util.spec_from_file_location("_course_cell_strings", MESSAGES_DIR / "cell_strings.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = _cell_strings()
     except (OSError, ValueError, ImportError, AttributeError):
         return text
     return module.say_again(text, module.usable_strings(entry))
+
+
+@functools.cache
+def _cell_strings():
+    """``i18n/cell_strings.py`` beside helpers, loaded once (the i18n folder is no package helpers installs)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_course_cell_strings", MESSAGES_DIR / "cell_strings.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
