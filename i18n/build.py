@@ -32,12 +32,12 @@ import nbformat
 if not __package__:   # run as a file (python i18n/build.py): put the folder that holds the package on the path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from i18n import translations as T  # noqa: E402  (its ROOT, NOTEBOOKS and I18N: the one place tests redirect)
-from i18n.cell_strings import cell_problems, string_stubs, translate_code, usable_strings  # noqa: E402
+from i18n.cell_strings import cell_problems, translate_code, usable_strings  # noqa: E402
 from i18n.glossary import glossary_problems  # noqa: E402
 from i18n.messages import message_problems, message_stubs  # noqa: E402
 from i18n.outputs import localize_outputs  # noqa: E402
 from i18n.readme import RESULTS, readme_problems  # noqa: E402
-from i18n.stubs import exercise_problems, exercise_stubs, stubs  # noqa: E402
+from i18n.stubs import exercise_problems, exercise_stubs, string_stubs, stubs  # noqa: E402
 from i18n.translations import (LANGUAGES, english_notebooks, load_translations, output_path, problems,  # noqa: E402
                                text_of, translation_path)
 
@@ -50,11 +50,12 @@ LANGUAGE_LINE = '\nhelpers.set_language("{lang}")'
 OUTPUT_NOTE = {
     "ko": ("> **한국어판 안내**: 이 노트북은 영어 원본 [`{name}`](../{name})에서 생성되었습니다. 코드는 원본과 같고, "
            "셀이 `print`로 출력하는 문장만 한국어로 옮겼습니다. 저장된 출력은 원본을 실행한 결과이며(두 판의 수치가 "
-           "같습니다), 그 가운데 셀이 출력한 문장과 강좌의 메시지 목록([`i18n/ko/messages.json`](../../i18n/ko/messages.json))에 "
-           "있는 것, 곧 연습 문제 자가 점검 결과와 힌트, 강좌의 안내와 자주 만나는 오류 메시지는 한국어로 바꿔 두었습니다. "
-           "`helpers`의 함수가 만들어 돌려주거나 출력하는 표와 요약 문장, 셀의 f-문자열 중괄호 안에 든 낱말, 출력되는 "
-           "명령어와 코드, 그래프 속 글자, 라이브러리의 출력(진행 표시줄, 프로파일러 표, PyTorch와 Ray의 메시지)은 "
-           "영어로 남습니다. 직접 실행해도 마찬가지입니다."),
+           "같습니다), 강좌가 쓰는 문장, 곧 셀이 출력한 문장과 `helpers`가 강좌의 메시지 목록"
+           "([`i18n/ko/messages.json`](../../i18n/ko/messages.json))을 거쳐 말하는 것(측정에서 이끌어 낸 결론과 판정, "
+           "연습 문제 자가 점검 결과와 힌트, 강좌의 안내와 오류 메시지)은 한국어로 바꿔 두었습니다. 영어로 남는 것은 "
+           "열을 맞춘 표의 머리글과 일부 표의 행 이름, 출력되는 명령어와 코드, 파일 경로, API와 장치 이름, 그래프 속 "
+           "글자, 라이브러리의 출력(진행 표시줄, 프로파일러 표, PyTorch와 Ray의 메시지)입니다. 직접 실행해도 "
+           "마찬가지입니다."),
 }
 
 

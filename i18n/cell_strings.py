@@ -27,12 +27,15 @@ import tokenize
 
 ANCHOR_WORDS = 4   # a literal of fewer words is said again only where it is anchored (see _pattern)
 WORD = re.compile(r"[A-Za-z]{2,}")
+NUMBER_SPEC = re.compile(r":[^:{}'\"]*[eEfFgG%d,]$")   # a field printed as a number: {a:.3f}, {n:>9,}, {s:g}
+NUMBER = r"(?: *[-+]?(?:\d[\d,_]*(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?%?|nan|[-+]?inf) *"
 
 
 def _said(node: ast.AST):
     """The string literals of an expression that end up in what it prints: itself, either side of a ``+``, either
-    branch of a ``... if ... else ...``, an alternative of ``... or ...``. A literal compared with (``"rank 0" in
-    out``), passed to a function (a ``.format`` template too), or joined with is not said, and is never translated."""
+    branch of a ``... if ... else ...``, an alternative of ``... or ...``, the element of a ``sep.join(... for ...)``
+    (each is printed). A literal compared with (``"rank 0" in out``), passed to another function (a ``.format``
+    template too), or joined with (the separator) is not said, and is never translated."""
     if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
         yield node
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
@@ -44,12 +47,16 @@ def _said(node: ast.AST):
     elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):   # lines() or "nothing above 1.00"
         for value in node.values:
             yield from _said(value)
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join"
+          and isinstance(node.func.value, ast.Constant) and len(node.args) == 1
+          and isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp))):   # "; ".join(f"... {x}" for x in xs)
+        yield from _said(node.args[0].elt)
 
 
 def _print_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """The (start, end) positions, as (line, column), of the string literals the ``print(...)`` calls say."""
-    try:
-        tree = ast.parse(source)
+    try:   # IPython's line magics (%tensorboard ...) and shell lines (!pip ...) read as `pass`: the lines keep their place
+        tree = ast.parse(re.sub(r"(?m)^(\s*)[%!].*$", lambda m: m.group(1) + "pass", source))
     except SyntaxError:
         return []
     lines = source.splitlines()
@@ -171,6 +178,8 @@ def _pattern(english: str, lines: bool = False) -> tuple[re.Pattern, dict[str, s
             continue
         char = r"[\s\S]" if lines else r"[^\n]"
         value = f"(?:(?!{re.escape(before)}){char})*?" if WORD.search(before) else f"{char}*?"
+        if NUMBER_SPEC.search(field):   # a number ({a:.3f}, {n:,}): it ends where the number does
+            value = NUMBER
         plain.append(value)
         if field in groups:
             out.append(f"(?P={groups[field]})")
@@ -179,21 +188,38 @@ def _pattern(english: str, lines: bool = False) -> tuple[re.Pattern, dict[str, s
             out.append(f"(?P<{groups[field]}>{value})")
     if not any(t for t, f in _inner(_parts(english)) if f is None):
         return None
-    body = "".join(out)
+    inner = _inner(_parts(english))   # a word is found whole: "on {x}:" not in "convolution  ...:"
+    body = (r"(?<![A-Za-z0-9_])" * (inner[0][1] is None and inner[0][0][:1].isalnum()) + "".join(out)
+            + r"(?![A-Za-z0-9_])" * (inner[-1][1] is None and inner[-1][0][-1:].isalnum()))
     if own_words(english) < ANCHOR_WORDS and len(_parts(english)) == 1:   # anchored (see above)
         ends = r"(?:$|\n|\x00| \x00)"
         body = rf"(?:(?<=^)|(?<=\n)|(?<=\x00)|(?<=\x00 )|(?={''.join(plain)}{ends})){body}"
     return re.compile(body), groups
 
 
-def say_again(text: str, strings: dict[str, str]) -> str:
+def _field_said(value: str, field_said) -> str:
+    """A printed field's text said again by ``field_said`` (a helpers message), left/right padding to its width kept."""
+    if "\n" in value:   # a field that printed lines (a helper's paragraph): each line said on its own
+        return "\n".join(_field_said(line, field_said) for line in value.split("\n"))
+    core = value.strip(" ")
+    said = field_said(core) if core else core
+    if said == core:
+        return value
+    if value == core:   # printed without padding
+        return said
+    return said.ljust(len(value)) if value.startswith(core) else said.rjust(len(value)) if value.endswith(core) else said
+
+
+def say_again(text: str, strings: dict[str, str], field_said=None) -> str:
     """``text`` (a cell's printed output) with each English literal's printed form replaced by its translation, the
-    fields as they were printed; the literals with the most text of their own first, each place replaced once."""
+    fields as they were printed (or, where ``field_said`` is given, as it says them: a label that helpers says through
+    its catalogue, i18n/outputs.py); the literals with the most text of their own first, each place replaced once."""
     def literal_length(english: str) -> int:
         return sum(len(t) for t, f in _parts(english) if f is None)
 
     marks: list[str] = []
-    for english in sorted(strings, key=literal_length, reverse=True):
+    for english in sorted(strings, key=literal_length, reverse=True) * 2:   # twice: a short literal anchored by a
+        # shorter neighbour said again only in the first round
         if literal_problem(english, strings[english]):   # refused (--check says why): the English stays
             continue
         found = _pattern(english)
@@ -204,16 +230,30 @@ def say_again(text: str, strings: dict[str, str]) -> str:
             pattern, groups = _pattern(english, lines=True)
         translated = _inner(_parts(strings[english]))
 
-        def fill(m: re.Match, translated=translated, groups=groups) -> str:
-            marks.append("".join(t if f is None else m.group(groups[f]) for t, f in translated))
+        def fill(m: re.Match, translated=translated, groups=groups, edge=False) -> str:
+            said = "".join(t if f is None else _field_said(m.group(groups[f]), field_said) if field_said and "(" in f
+                           else m.group(groups[f]) for t, f in translated)   # a label: what a call returned
+            if edge:   # edge fields (labels) that start or end a line said again, or the match left as it was
+                printed = [m.groupdict().get(g) or "" for g in ("start", "end")]
+                start, end = (_field_said(v, field_said) if "(" in (f or "") else v
+                              for v, f in zip(printed, (parts[0][1], parts[-1][1])))
+                if [start, end] == printed:
+                    return m.group(0)
+                said = start + said + end
+            marks.append(said)
             return f"\x00{len(marks) - 1}\x00"
+        parts = _parts(english)
+        if field_said and (parts[0][1] or len(parts) > 1 and parts[-1][1]):
+            text = re.sub(r"(?:(?<=^)|(?<=\n)|(?<=\x00))(?P<start>[^\n\x00]*?)" * bool(parts[0][1]) + pattern.pattern
+                          + r"(?P<end>[^\n\x00]*?)(?=\n|\Z|\x00)" * bool(len(parts) > 1 and parts[-1][1]),
+                          lambda m: fill(m, edge=True), text)
         text = pattern.sub(fill, text)
     return re.sub(r"\x00(\d+)\x00", lambda m: marks[int(m.group(1))], text)
 
 
 def translate_code(source: str, strings: dict[str, str]) -> str:
-    """``source`` with each English literal of ``strings`` replaced by its translation, token for token (a literal
-    that fails :func:`literal_problem` stays English)."""
+    """``source`` with each English literal of ``strings`` replaced by its translation, token for token, where a print
+    says it (a literal that fails :func:`literal_problem` stays English)."""
     usable = usable_strings({"strings": strings})
     if not usable:
         return source
@@ -226,8 +266,9 @@ def translate_code(source: str, strings: dict[str, str]) -> str:
         tokens = _tokens(source)
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return source
+    spans = _print_spans(source)   # only where a print says it: the same literal compared or passed on stays English
     for tok in tokens:
-        if tok.type == tokenize.STRING and tok.string in usable:
+        if tok.type == tokenize.STRING and tok.string in usable and any(a <= tok.start and tok.end <= b for a, b in spans):
             start = offsets[tok.start[0] - 1] + tok.start[1]
             end = offsets[tok.end[0] - 1] + tok.end[1]
             out.append(source[at:start] + usable[tok.string])
@@ -251,34 +292,3 @@ def usable_strings(entry: dict | None) -> dict[str, str]:
     """The translated literals of a code cell's entry that the code can take (done, and kept to the rules)."""
     strings = (entry or {}).get("strings", {})
     return {en: tr for en, tr in strings.items() if tr and tr != "TODO" and literal_problem(en, tr) is None}
-
-
-def string_stubs(lang: str = "ko") -> list[str]:
-    """Add ``"TODO"`` for every translatable literal of every code cell that has no translation; drop the unused
-    ones (their English is no longer in the code); return what was added (notebooks/<lang>)."""
-    import nbformat
-
-    from i18n.translations import english_notebooks, load_translations, save_translations
-
-    added = []
-    for notebook in english_notebooks():
-        entries, touched = load_translations(notebook, lang), False
-        for cell in nbformat.read(notebook, as_version=4).cells:
-            if cell.cell_type != "code":
-                continue
-            entry = entries.get(cell["id"], {})
-            old = entry.get("strings", {})
-            wanted = translatable(cell.source)
-            present = _literals(cell.source)
-            new = {en: old.get(en) or "TODO" for en in wanted}
-            new.update({en: tr for en, tr in old.items() if en in present and en not in new})   # kept by hand
-            if new != old:
-                added += [f"{notebook.name}: code cell {cell['id']}: {en}" for en in wanted if not old.get(en)]
-                if new:
-                    entries[cell["id"]] = {**entry, "strings": new}
-                else:
-                    entries.pop(cell["id"], None)
-                touched = True
-        if touched:
-            save_translations(notebook, entries, lang)
-    return added

@@ -22,6 +22,8 @@ from i18n.stubs import exercise_sha
 INDENT = "   "   # helpers.core.answers.wrap's continuation lines
 CHECK_MARKS = "✅❌⏳"   # the first character of what helpers.core.checks.check prints
 MIN_LITERAL = 12   # a template with fewer characters of its own would match lines it never printed
+COMMON_WORDS = {"none", "all", "yes", "no", "true", "false", "same", "equal"}   # a cell's field printing one: its own
+WEAK_LITERAL = 20   # below this, a match must show it is the message: a field said again too, or fields of numbers
 
 
 def _pieces(template: str) -> list[tuple[str, str | None]]:
@@ -34,14 +36,17 @@ def _pieces(template: str) -> list[tuple[str, str | None]]:
     return pieces if all(name is None or name.isidentifier() for _, name in pieces) else [(template, None)]
 
 
-def _regex(template: str) -> re.Pattern:
-    """A pattern that matches what ``template.format(...)`` printed, a named group per field (repeats must agree)."""
+def _regex(template: str, greedy_first: bool = False) -> re.Pattern:
+    """A pattern that matches what ``template.format(...)`` printed, a named group per field (repeats must agree);
+    each field as short as it can be, or, with ``greedy_first``, the one starting the template as long as it can be
+    (a list grown on its left, ``"{before}, m = {m}: ..."``, ends at the last ", m = ")."""
     out, seen = [], set()
-    for literal, name in _pieces(template):
+    for i, (literal, name) in enumerate(_pieces(template)):
         out.append(re.escape(literal))
         if name is not None:
             group = "f_" + re.sub(r"\W", "_", name)
-            out.append(f"(?P={group})" if group in seen else f"(?P<{group}>.*?)")
+            value = "(.*)" if greedy_first and i == 0 and not literal else "(.*?)"
+            out.append(f"(?P={group})" if group in seen else f"(?P<{group}>{value[1:]}")
             seen.add(group)
     return re.compile("".join(out), re.S)
 
@@ -62,7 +67,8 @@ def _table(lang: str, root: str) -> tuple[list[tuple[int, re.Pattern, str]], dic
         entry = catalogue["messages"].get(key)
         literal = sum(len(text) for text, _ in _pieces(english))
         if message_status(key, english, entry, lang) == "ok":
-            messages.append((literal, _regex(english), entry[lang]))
+            greedy = [_regex(english, greedy_first=True)] if english.startswith("{") and _pieces(english)[0][1] else []
+            messages.append((literal, [_regex(english)] + greedy, entry[lang]))
     messages.sort(key=lambda m: -m[0])
     texts = {}
     from helpers.core import checks
@@ -74,24 +80,41 @@ def _table(lang: str, root: str) -> tuple[list[tuple[int, re.Pattern, str]], dic
     return messages, texts
 
 
-def say_again(text: str, lang: str = "ko", field: bool = False) -> str:
+def _evident(said: dict[str, str], printed: dict[str, str]) -> bool:
+    """Whether a match of a template with little text of its own is the message: a field is itself a message (said
+    again), or every field printed numbers ("64, 256"), not words ("forward and backward")."""
+    return any(said[n] != v for n, v in printed.items()) or all(re.fullmatch(r"[\d.,%×+−\-'\" /]*", v.strip())
+                                                               for v in printed.values())
+
+
+def say_again(text: str, lang: str = "ko", field: bool = False, strict: bool = False) -> str:
     """``text`` (one printed line, or a ``field`` of one) in ``lang`` where it is a message of ``helpers``; else as
     is. A whole line is matched only by templates with at least ``MIN_LITERAL`` characters of their own ("  rank
-    {rank}: {where}" would match lines it never printed); a field, already cut out by its message, by any."""
+    {rank}: {where}" would match lines it never printed); a field, already cut out by its message, by any; a whole
+    line or a ``strict`` field (a cell's, any text) by one with under ``WEAK_LITERAL`` only where it is evident."""
     messages, texts = _table(lang, str(T.ROOT))
     if text in texts:
         return texts[text]
-    for literal, pattern, translated in messages:
-        if literal < MIN_LITERAL and not field:
+    for literal, patterns, translated in messages:
+        if literal < MIN_LITERAL and not field or strict and text.lower() in COMMON_WORDS:
             continue
-        m = pattern.fullmatch(text)
-        if m is None:   # a message followed by more (a check's result, then the exercise's why)
-            m = pattern.match(text)
+        found = [m for m in (p.fullmatch(text) for p in patterns) if m]
+        if not found:   # a message followed by more (a check's result, then the exercise's why)
+            m = patterns[0].match(text)
             if m is None or not text[m.end():].startswith(" ") or text[m.end() + 1:] not in texts:
                 continue
-        values = {name: say_again(value, lang, field=True) for name, value in m.groupdict().items()}
+            found = [m]
+        said = [({n: say_again(v, lang, field=True) for n, v in m.groupdict().items()}, m) for m in found]
+        values, m = min(said, key=lambda vm: len(re.findall("[A-Za-z]", _fill(translated, vm[0]))))   # least English
+        if literal < WEAK_LITERAL and not _evident(values, m.groupdict()):
+            continue   # "{share} of the batch" on any line ending so; "{first} and {last}" in any cell's field
         rest = text[m.end():]
         return _fill(translated, values) + (" " + texts[rest[1:]] if rest else "")
+    if field and "; " in text:   # a field that lists messages ("run 3 of 1 thread(s) (...); run 7 of ...")
+        return "; ".join(say_again(part, lang, field=True, strict=strict) for part in text.split("; "))
+    error = re.match(r"(\w+(?:Error|Exception): )(.+)", text, re.S)   # print("ValueError:", e): the course's message
+    if error and not field:
+        return error.group(1) + say_again(error.group(2), lang)
     return text
 
 
@@ -99,11 +122,36 @@ def _blocks(text: str) -> list[str]:
     """A stream's text cut into what was printed as one message: a line and the lines ``wrap`` continued it on."""
     blocks: list[str] = []
     for line in text.split("\n"):
-        if blocks and line.startswith(INDENT) and blocks[-1].strip():
+        if blocks and line.startswith(INDENT) and not line.startswith(INDENT + " ") and blocks[-1].strip():
             blocks[-1] += "\n" + line
         else:
             blocks.append(line)
     return blocks
+
+
+@functools.lru_cache(maxsize=None)
+def _closed(lang: str, root: str) -> list[tuple[re.Pattern, str]]:
+    """The messages that start and end with text of their own, at least ``WEAK_LITERAL`` characters: found inside a
+    line too (a helper's clause a cell printed after its own words), longest first."""
+    catalogue = load_catalogue(lang)
+    found = []
+    for key, english in english_messages().items():
+        pieces, entry = _pieces(english), catalogue["messages"].get(key)
+        literal = sum(len(text) for text, _ in pieces)
+        if (message_status(key, english, entry, lang) == "ok" and literal >= WEAK_LITERAL and pieces[0][0][:1].isalpha()
+                and (pieces[-1][1] is None and pieces[-1][0][-1:].strip()) and "\n" not in english):
+            found.append((literal, re.compile(r"(?<![A-Za-z])" + _regex(english).pattern), entry[lang]))
+    return [(pattern, translated) for _, pattern, translated in sorted(found, key=lambda f: -f[0])]
+
+
+def say_inside(text: str, lang: str = "ko") -> str:
+    """``text`` with each message of :func:`_closed` found inside it said again, its fields as printed."""
+    if not re.search(r"[A-Za-z]{3}", text):
+        return text
+    for pattern, translated in _closed(lang, str(T.ROOT)):
+        text = pattern.sub(lambda m: _fill(translated, {n: say_again(v, lang, field=True)
+                                                        for n, v in m.groupdict().items()}), text)
+    return text
 
 
 def localize_outputs(cell: dict, lang: str = "ko", strings: dict[str, str] | None = None) -> dict:
@@ -124,8 +172,13 @@ def localize_outputs(cell: dict, lang: str = "ko", strings: dict[str, str] | Non
         blocks = []
         for block in _blocks(out["text"]):
             joined = block.replace("\n" + INDENT, " ")
-            said = say_again(joined, lang) if joined.strip() else joined
+            core = joined.rstrip(" ")   # print(message, more) leaves a space after the message
+            said = say_again(core, lang) + joined[len(core):] if core.strip() else joined
+            if said == joined and "\n" in block:   # no wrapped message: lines of a table, each said on its own
+                block = said = joined = "\n".join(say_again(line, lang) for line in block.split("\n"))
             checked = "\n" in block or (block != "" and block[0] in CHECK_MARKS)   # checks.check wraps its lines
             blocks.append(block if said == joined else (wrap(said) if checked else said))
-        out["text"] = say_cell_strings("\n".join(blocks), strings or {})
+        text = say_cell_strings("\n".join(blocks), strings or {}, lambda value: say_again(value, lang, field=True,
+                                                                                        strict=True))
+        out["text"] = "\n".join(say_inside(line, lang) for line in text.split("\n"))   # a message inside a line
     return cell

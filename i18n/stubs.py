@@ -104,3 +104,32 @@ def exercise_stubs(lang: str = "ko") -> list[str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return added
+
+
+def string_stubs(lang: str = "ko") -> list[str]:
+    """Add ``"TODO"`` for every translatable literal of every code cell that has no translation; drop the unused
+    ones (their English is no longer in the code); return what was added (notebooks/<lang>)."""
+    from i18n.cell_strings import _literals, translatable
+
+    added = []
+    for notebook in english_notebooks():
+        entries, touched = load_translations(notebook, lang), False
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            entry = entries.get(cell["id"], {})
+            old = entry.get("strings", {})
+            wanted = translatable(cell.source)
+            present = _literals(cell.source)
+            new = {en: old.get(en) or "TODO" for en in wanted}
+            new.update({en: tr for en, tr in old.items() if en in present and en not in new})   # kept by hand
+            if new != old:
+                added += [f"{notebook.name}: code cell {cell['id']}: {en}" for en in wanted if not old.get(en)]
+                if new:
+                    entries[cell["id"]] = {**entry, "strings": new}
+                else:
+                    entries.pop(cell["id"], None)
+                touched = True
+        if touched:
+            save_translations(notebook, entries, lang)
+    return added

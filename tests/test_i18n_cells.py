@@ -108,3 +108,34 @@ def test_a_fallback_after_or_is_said_and_a_short_literal_is_said_again_only_wher
                "(why it took 1.19 times as long, more than 5% off 1, is not separated)\n")   # a helper's sentence
     assert C.say_again(printed, strings) == ("full 6.4 s, 25% 넘게 차이 납니다\n" "런처: rank 1 failed\n"
                                              "(why it took 1.19 times as long, more than 5% off 1, is not separated)\n")
+
+
+def test_a_join_element_is_said_and_labels_in_fields_are_said_again_in_place():
+    cell = 'print("runs: " + "; ".join(f"{name} won {n} times" for name, n in wins))\n'
+    assert C.translatable(cell) == ['"runs: "', 'f"{name} won {n} times"']   # the element; not the separator
+    labels = {"from scratch": "처음부터 학습", "beats": "앞섬"}.get
+    said_label = lambda text: labels(text, text)   # a helpers message's Korean (i18n/outputs.py gives it)
+    strings = {'f"  {name(m)}: {acc:.3f} {said(v)} the baseline"': 'f"  {name(m)}: {acc:.3f}, {said(v)}(기준 대비)"',
+               'f"{name(m):<14} accuracy {acc:.3f}"': 'f"{name(m):<14} 정확도 {acc:.3f}"',
+               'f"scope={scope}: best {acc:.3f}"': 'f"scope={scope}: 최고 {acc:.3f}"'}
+    printed = ("  from scratch: 0.933 beats the baseline\n"   # inner fields: said again
+               "from scratch   accuracy 0.933\n"              # a field starting the line, padded to 14: padding kept
+               "from scratchy  accuracy 0.5\n"                # no message: left as printed
+               "scope=beats: best 0.9\n")                     # a variable, not a call's label: an API value, as printed
+    assert C.say_again(printed, strings, said_label) == ("  처음부터 학습: 0.933, 앞섬(기준 대비)\n"
+                                                         "처음부터 학습        정확도 0.933\n"
+                                                         "from scratchy  정확도 0.5\n"
+                                                         "scope=beats: 최고 0.9\n")
+    assert C.say_again(printed, strings) == C.say_again(printed, strings, lambda text: text)   # no labels: as printed
+
+
+def test_a_literal_s_words_are_found_whole():
+    strings = {'f"on {where}:"': 'f"측정 장치 {where}:"'}
+    assert C.say_again("aten::convolution  12 ms: 3 calls", strings) == "aten::convolution  12 ms: 3 calls"
+    assert C.say_again("timed on cpu:", strings) == "timed 측정 장치 cpu:"
+
+
+def test_a_literal_is_replaced_only_where_a_print_says_it():
+    cell = 'side = "faster"\nprint("it was " + ("faster" if side == "faster" else "slower"))\n'
+    korean = C.translate_code(cell, {'"it was "': '"결과: "', '"faster"': '"더 빠름"', '"slower"': '"더 느림"'})
+    assert korean == 'side = "faster"\nprint("결과: " + ("더 빠름" if side == "faster" else "더 느림"))\n'

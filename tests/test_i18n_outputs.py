@@ -20,7 +20,7 @@ def _printed(template: str) -> tuple[dict, str]:
     values = {}
     for i, (_, name, spec, _) in enumerate(string.Formatter().parse(template)):
         if name is not None and name not in values:
-            values[name] = f"v{i}x" if not spec else 1234.5678
+            values[name] = f"{i}0{i}" if not spec else 1234.5678   # numbers: what a short template is trusted with
     return values, template.format(**values)
 
 
@@ -65,3 +65,18 @@ def test_a_short_message_inside_a_longer_one_is_said_again_too():
     said = korean["lesson.my_indices.differs"]["ko"].format(**{**values, "what": korean[
         "lesson.my_indices.part_dealing"]["ko"]})
     assert outputs.say_again(line) == said and outputs.say_again(part) == part
+
+
+def test_tables_exception_names_and_cell_fields_are_said_with_care():
+    from i18n.outputs import localize_outputs, say_again
+
+    english = messages.english_messages()["tuning.no_choice"]
+    korean = messages.load_catalogue("ko")["messages"]["tuning.no_choice"]["ko"]
+    line = english.format(name="hidden")
+    assert say_again("ValueError: " + line) == "ValueError: " + korean.format(name="hidden")   # print("ValueError:", e)
+    # a field of a cell's literal (any text) is said only by a template with text of its own, not "{a} and {b}"
+    assert say_again("forward and backward", field=True, strict=True) == "forward and backward"
+    cell = {"cell_type": "code", "outputs": [{"output_type": "stream", "name": "stdout",
+                                               "text": "header\n   row one\n" + line + "\n"}]}
+    out = localize_outputs(cell)["outputs"][0]["text"]   # "   row one" is a table row, not a wrapped message
+    assert out == "header\n   row one\n" + korean.format(name="hidden") + "\n"
