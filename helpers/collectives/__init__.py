@@ -7,4 +7,5 @@ from .plots import *  # noqa: F401,F403
 from .readout import *  # noqa: F401,F403
 from .recipe import *  # noqa: F401,F403
 from .ring_exercise import *  # noqa: F401,F403
+from .ring_readout import *  # noqa: F401,F403
 from .scratch_ddp import *  # noqa: F401,F403

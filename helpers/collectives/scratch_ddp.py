@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from ..core.i18n import tr
 from ..core.measure import max_abs_diff
 from ..core.models import MLP
 from ..launching.launcher import launch
@@ -143,59 +144,115 @@ def paired_rounds(res: dict, a: str, b: str) -> list[float]:
     return [x / y for x, y in zip(res["rounds"][a], res["rounds"][b])]
 
 
+def _compare(res: dict, a: str, b: str) -> tuple[str, str]:
+    """:func:`compare_rounds`, its verdict the English words the code compares ("faster than", ...), and which
+    reason: "all" (every round agrees), "few" (too few rounds) or "disagree"."""
+    q = sorted(paired_rounds(res, a, b))
+    k = len(q)
+    if k >= MIN_ROUNDS and (q[-1] < 1 or q[0] > 1):
+        return ("faster than" if q[-1] < 1 else "slower than"), "all"
+    return "not distinguishable from", "few" if k < MIN_ROUNDS else "disagree"
+
+
+def _ratio_fields(res: dict, a: str, b: str) -> tuple[list[float], dict]:
+    """The sorted per-round ratios of ``a`` over ``b``, and the fields that say them: k, a, b, lo, hi, median."""
+    q = sorted(paired_rounds(res, a, b))
+    return q, dict(k=len(q), a=a.replace("_", " "), b=b.replace("_", " "), lo=f"{q[0]:.2f}", hi=f"{q[-1]:.2f}",
+                   median=f"{statistics.median(q):.2f}")
+
+
+def _why(res: dict, a: str, b: str, reason: str) -> str:
+    """Why :func:`compare_rounds` says what it says, with the per-round ratios' range and median: one message per
+    reason, the range inside it (a message of its own would match any line that holds it)."""
+    q, f = _ratio_fields(res, a, b)
+    if reason == "all":
+        return tr("collectives.rounds_all", "in all {k} rounds ({a}/{b} per round ×{lo}–×{hi}, median ×{median})",
+                  **f)
+    if reason == "few":
+        return tr("collectives.rounds_few", "only {k} rounds, fewer than the {min} a sign test needs ({a}/{b} per "
+                  "round ×{lo}–×{hi}, median ×{median})", min=MIN_ROUNDS, **f)
+    return tr("collectives.rounds_disagree", "the rounds disagree: {a} faster in {faster} of {k} ({a}/{b} per round "
+              "×{lo}–×{hi}, median ×{median})", faster=sum(x < 1 for x in q), **f)
+
+
+def _verdict_said(verdict: str) -> str:
+    """A verdict of :func:`_compare` as the student reads it, in the course's language."""
+    if verdict == "faster than":
+        return tr("collectives.faster_than", "faster than")
+    if verdict == "slower than":
+        return tr("collectives.slower_than", "slower than")
+    return tr("collectives.not_distinguishable", "not distinguishable from")
+
+
 def compare_rounds(res: dict, a: str, b: str) -> tuple[str, str]:
-    """``a`` against ``b`` from their paired rounds: ("faster than" | "slower than" | "not distinguishable from", why) (08).
+    """``a`` against ``b`` from their paired rounds (08): ("faster than" | "slower than" | "not distinguishable from",
+    why).
 
     A direction is said only when every round agrees on it and there are at least :data:`MIN_ROUNDS`
     rounds (were the two the same, every round of k agreeing by chance has probability 2 · 0.5^k,
     the sign test's p); otherwise the two are not distinguishable in this run. ``why`` gives the
-    per-round ratios' range and median, so the size of a difference is read beside its sign.
+    per-round ratios' range and median, so the size of a difference is read beside its sign. Both are
+    said in the course's language (the verdict too: compare :func:`ddp_verdict`'s lines, not these words).
     """
-    q = sorted(paired_rounds(res, a, b))
-    k = len(q)
-    spread = (f"{a.replace('_', ' ')}/{b.replace('_', ' ')} per round ×{q[0]:.2f}–×{q[-1]:.2f}, "
-              f"median ×{statistics.median(q):.2f}")
-    if k >= MIN_ROUNDS and q[-1] < 1:
-        return "faster than", f"in all {k} rounds ({spread})"
-    if k >= MIN_ROUNDS and q[0] > 1:
-        return "slower than", f"in all {k} rounds ({spread})"
-    faster = sum(x < 1 for x in q)
-    why = (f"only {k} rounds, fewer than the {MIN_ROUNDS} a sign test needs" if k < MIN_ROUNDS
-           else f"the rounds disagree: {a.replace('_', ' ')} faster in {faster} of {k}")
-    return "not distinguishable from", f"{why} ({spread})"
+    verdict, reason = _compare(res, a, b)
+    return _verdict_said(verdict), _why(res, a, b, reason)
+
+
+def _pair_line(res: dict, a: str, verdict: str, b: str, reason: str) -> str:
+    """One line of :func:`ddp_verdict`: ``a`` against ``b``, one whole message per verdict and reason."""
+    q, f = _ratio_fields(res, a, b)
+    if verdict == "faster than":
+        return tr("collectives.pair_faster", "  {a} faster than {b}: in all {k} rounds ({a}/{b} per round ×{lo}–×{hi}, "
+                  "median ×{median})", **f)
+    if verdict == "slower than":
+        return tr("collectives.pair_slower", "  {a} slower than {b}: in all {k} rounds ({a}/{b} per round ×{lo}–×{hi}, "
+                  "median ×{median})", **f)
+    if reason == "few":
+        return tr("collectives.pair_same_few", "  {a} not distinguishable from {b}: only {k} rounds, fewer than the "
+                  "{min} a sign test needs ({a}/{b} per round ×{lo}–×{hi}, median ×{median})", min=MIN_ROUNDS, **f)
+    return tr("collectives.pair_same_disagree", "  {a} not distinguishable from {b}: the rounds disagree: {a} faster "
+              "in {faster} of {k} ({a}/{b} per round ×{lo}–×{hi}, median ×{median})", faster=sum(x < 1 for x in q), **f)
 
 
 def ddp_verdict(res: dict) -> str:
     """Overlap vs buckets alone, buckets vs one all-reduce per parameter, judged round by round (08).
 
     Each round times every variant in turn, in a fresh order each round, so two variants are compared by
-    their ratio within each round (:func:`compare_rounds`); a direction is said only when every round, and enough of them, agree.
+    their ratio within each round (:func:`compare_rounds`); a direction is said only when every round, and enough
+    of them, agree.
     """
     said, verdicts = [], {}
     for a, b in (("overlapped", "bucketed"), ("bucketed", "per_parameter")):
-        verdicts[a, b], why = compare_rounds(res, a, b)
-        said.append(f"{a.replace('_', ' ')} {verdicts[a, b]} {b.replace('_', ' ')}: {why}")
+        verdicts[a, b], reason = _compare(res, a, b)
+        said.append(_pair_line(res, a, verdicts[a, b], b, reason))
     k = len(res["rounds"]["ddp"])
-    lines = [f"here, {k} rounds of {res.get('timed_steps', '?')} steps, each round timing every variant in a fresh "
-             f"order; a direction is said only when all {k} rounds agree:"] + [f"  {x}" for x in said]
+    lines = [tr("collectives.rounds_here", "here, {k} rounds of {steps} steps, each round timing every variant in a "
+                "fresh order; a direction is said only when all {k} rounds agree:", k=k,
+                steps=res.get('timed_steps', '?'))] + said
     if "faster than" not in verdicts.values():
-        lines.append("so in this run neither bucketing nor overlap shows a benefit that every round agrees on")
+        lines.append(tr("collectives.no_benefit", "so in this run neither bucketing nor overlap shows a benefit that "
+                        "every round agrees on"))
     overlap = verdicts["overlapped", "bucketed"]
     if overlap != "faster than":
-        lines.append("overlap made the step slower here" if overlap == "slower than" else
-                     "overlap did not make the step faster in a way every round agrees on")
-    lines.append("overlapped differs from bucketed mainly in two ways: it starts each bucket's all-reduce during backward, "
-                 "and it keeps all its buckets' all-reduces in flight at once (async_op=True) where bucketed waits for each "
-                 "in turn (besides the Python cost of its per-parameter hooks and bookkeeping); whole-step times do not "
-                 "say which of these made a difference")
+        lines.append(tr("collectives.overlap_slower", "overlap made the step slower here") if overlap == "slower than"
+                     else tr("collectives.overlap_not_faster", "overlap did not make the step faster in a way every "
+                             "round agrees on"))
+    lines.append(tr("collectives.overlap_two_ways", "overlapped differs from bucketed mainly in two ways: it starts "
+                    "each bucket's all-reduce during backward, and it keeps all its buckets' all-reduces in flight at "
+                    "once (async_op=True) where bucketed waits for each in turn (besides the Python cost of its "
+                    "per-parameter hooks and bookkeeping); whole-step times do not say which of these made a "
+                    "difference"))
     if "done_at_backward_end" in res:
         finished, started = res["done_at_backward_end"]
-        lines.append(f"when backward returned, {finished} of the overlapped version's {started} all-reduces (rank 0, "
-                     "all its steps) had already finished" + (", so those ran during backward" if finished else
-                     ": none finished during backward (they may still have started during it)"))
+        lines.append(tr("collectives.done_during", "when backward returned, {finished} of the overlapped version's "
+                        "{started} all-reduces (rank 0, all its steps) had already finished, so those ran during "
+                        "backward", finished=finished, started=started) if finished else
+                     tr("collectives.none_during", "when backward returned, {finished} of the overlapped version's "
+                        "{started} all-reduces (rank 0, all its steps) had already finished: none finished during "
+                        "backward (they may still have started during it)", finished=finished, started=started))
     m = len(res["rounds"]) - 1 + len(said)   # each variant against DDP above, and the two comparisons here
-    lines.append(f"a direction claimed from {k} agreeing rounds has p = 2 · 0.5^{k} = {2 * 0.5 ** k:.3f} were the two the "
-                 f"same; with {m} comparisons, one chance direction among them has probability up to {m} × "
-                 f"{2 * 0.5 ** k:.3f} = {m * 2 * 0.5 ** k:.2f}; "
-                 "and rounds on a shared machine are not independent, so these p are a guide, not exact")
+    lines.append(tr("collectives.sign_test_p", "a direction claimed from {k} agreeing rounds has p = 2 · 0.5^{k} = {p} "
+                    "were the two the same; with {m} comparisons, one chance direction among them has probability up "
+                    "to {m} × {p} = {pm}; and rounds on a shared machine are not independent, so these p are a guide, "
+                    "not exact", k=k, p=f"{2 * 0.5 ** k:.3f}", m=m, pm=f"{m * 2 * 0.5 ** k:.2f}"))
     return "\n".join(lines)

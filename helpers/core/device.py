@@ -181,15 +181,17 @@ def device_table(devices: list[DeviceInfo] | None = None) -> str:
         lines.append(f"{d.name:<8} {d.kind:<4} {fmt(d.memory_total_gb):>10} {fmt(d.memory_used_gb):>8} "
                      f"{fmt(d.utilization_pct, '%'):>6}  {d.model}")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    built = (f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "built without CUDA")
+    built = (tr("device.built_cuda", "built for CUDA {cuda}", cuda=torch.version.cuda) if torch.version.cuda
+             else tr("device.built_no_cuda", "built without CUDA"))
     env = "" if visible is None else f", CUDA_VISIBLE_DEVICES={visible!r}"
     said = f"NVML: {nvml_answer()}; GPUtil: {gputil_answer()}."
     if not any(d.kind in ("GPU", "MPS") for d in devices):
-        lines.append(f"CPU only for torch: torch.cuda.is_available() is {torch.cuda.is_available()} (this torch is "
-                     f"{built}{env}); {said}")
+        lines.append(tr("device.cpu_only", "CPU only for torch: torch.cuda.is_available() is {available} (this torch "
+                        "is {built}{env}); {said}", available=torch.cuda.is_available(), built=built, env=env, said=said))
     else:   # the same three answers with a GPU: torch's count, then what each probe said
-        mps = " and MPS" if any(d.kind == "MPS" for d in devices) else ""
-        lines.append(f"torch: {sum(d.kind == 'GPU' for d in devices)} CUDA GPU(s){mps} ({built}{env}); {said}")
+        mps = tr("device.and_mps", " and MPS") if any(d.kind == "MPS" for d in devices) else ""
+        lines.append(tr("device.torch_gpus", "torch: {n} CUDA GPU(s){mps} ({built}{env}); {said}",
+                        n=sum(d.kind == "GPU" for d in devices), mps=mps, built=built, env=env, said=said))
     return "\n".join(lines)
 
 

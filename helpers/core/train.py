@@ -215,9 +215,19 @@ def train(model: nn.Module, train_loader: DataLoader, val_loader: DataLoader | N
             logger.log(metrics, step=epoch + 1)
     bar.close()
     if show:  # the bar's final state as one line: what a saved notebook or a log shows
-        val = f", validation accuracy {hist.val_acc[-1]:.3f}" if hist.val_acc else ""
-        print(f"{desc}: {epochs} epoch{'s' if epochs > 1 else ''} of {len(train_loader)} batches in "
-              f"{time.perf_counter() - t_start:.1f} s; last training loss {hist.train_loss[-1]:.3f}{val}")
+        said = dict(desc=desc, epochs=epochs, batches=len(train_loader), s=f"{time.perf_counter() - t_start:.1f}",
+                    loss=f"{hist.train_loss[-1]:.3f}", acc=f"{hist.val_acc[-1]:.3f}" if hist.val_acc else "")
+        if hist.val_acc:   # each line whole, so that the stored Korean output can say it again
+            line = (tr("train.done_val", "{desc}: {epochs} epochs of {batches} batches in {s} s; last training loss "
+                       "{loss}, validation accuracy {acc}", **said) if epochs > 1 else
+                    tr("train.done_one_val", "{desc}: {epochs} epoch of {batches} batches in {s} s; last training loss "
+                       "{loss}, validation accuracy {acc}", **said))
+        else:
+            line = (tr("train.done", "{desc}: {epochs} epochs of {batches} batches in {s} s; last training loss {loss}",
+                       **said) if epochs > 1 else
+                    tr("train.done_one", "{desc}: {epochs} epoch of {batches} batches in {s} s; last training loss "
+                       "{loss}", **said))
+        print(line)
     return hist
 
 

@@ -18,6 +18,7 @@ from torch.func import functional_call
 
 from ..core.data import digits_batch
 from ..core.device import gpu_count
+from ..core.i18n import tr
 from ..core.measure import max_abs_diff, run_threads
 from ..core.models import DigitsCNN
 from .memory import output_device_accounting
@@ -176,7 +177,8 @@ def four_steps_cpu(model: nn.Module, x: torch.Tensor, y: torch.Tensor, n: int = 
     if record_backward_threads:
         nodes = _record_node_threads(loss, backward_threads)
     timed(times, "backward", loss.backward)
-    return {"path": f"plain tensor ops and {len(inputs)} Python threads on the CPU", "times": times,
+    return {"path": tr("02.path_cpu", "plain tensor ops and {n} Python threads on the CPU", n=len(inputs)),
+            "times": times,
             "loss": loss.item(), "tensors": {"x": x, "inputs": inputs, "params": params, "replicas": replicas,
                                              "outputs": outputs, "out": out},
             "backward_threads": backward_threads, "backward_nodes": nodes}

@@ -14,6 +14,7 @@ from torch import nn
 
 from ..core.data import digits_batch
 from ..core.device import gpu_count
+from ..core.i18n import tr
 from ..core.measure import torch_threads
 from ..core.models import DigitsCNN
 from .recipe import four_steps_gpu
@@ -177,8 +178,15 @@ def rounds_verdict(runs: dict, name: str, baseline: str = "single", margin: floa
     """
     ratios = [a / b for a, b in zip(runs[name], runs[baseline])]
     side = _side(ratios, margin)
-    verdict = (f"{side} than one thread in every round, each by more than {margin:.0%}" if side != "no clear difference"
-               else f"no clear difference (not every round more than {margin:.0%} on one side of 1×)")
+    m = f"{margin:.0%}"
+    verdict = (tr("02.faster_than_one_thread", "faster than one thread in every round, each by more than {margin}",
+                  margin=m)
+               if side == "faster" else
+               tr("02.slower_than_one_thread", "slower than one thread in every round, each by more than {margin}",
+                  margin=m)
+               if side == "slower" else
+               tr("02.no_clear_rounds", "no clear difference (not every round more than {margin} on one side of 1×)",
+                  margin=m))
     return {"ratios": ratios, "verdict": verdict, "side": side}
 
 
@@ -212,6 +220,9 @@ def parallel_apply_here() -> str:
         parallel_apply([m, m], [(torch.zeros(1, 3),), (torch.zeros(1, 3),)])
     except Exception as e:  # noqa: BLE001 - the message is what the notebook shows
         frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename.endswith("parallel_apply.py")]
-        at = f" (raised through parallel_apply.py line {frames[-1].lineno}: {frames[-1].line})" if frames else ""
-        return f"{type(e).__name__}: {str(e).split('. ')[0].rstrip('.')}{at}"
-    return "ran"
+        error = f"{type(e).__name__}: {str(e).split('. ')[0].rstrip('.')}"
+        if not frames:
+            return error
+        return tr("02.raised_through", "{error} (raised through parallel_apply.py line {line}: {code})", error=error,
+                  line=frames[-1].lineno, code=frames[-1].line)
+    return tr("02.parallel_apply_ran", "ran")

@@ -8,6 +8,7 @@ from torch import nn
 from torch.utils.data import DistributedSampler
 
 from ..core.data import digits_batch
+from ..core.i18n import tr
 from ..core.measure import max_abs_diff
 from ..core.models import DigitsCNN
 from ..launching.launcher import launch
@@ -240,19 +241,24 @@ def how_the_launch_ended(err, seconds: float) -> str:
         code, tb = err.exits[r], err.errors.get(r, "")
         if code is None:
             still.append(r)
-            lines.append(f"rank {r}: still running when the launcher stopped listening, so the launcher ended it")
+            lines.append(tr("ddp.ended_still", "rank {rank}: still running when the launcher stopped listening, so the "
+                            "launcher ended it", rank=r))
         elif any(s in tb for s in PEER_LOST):
-            lines.append(f"rank {r}: did not wait to be ended: its collective failed with a lost-connection error "
-                         f"(PEER_LOST: a consequence of rank {err.rank} leaving, not a cause), and it exited")
+            lines.append(tr("ddp.ended_peer_lost", "rank {rank}: did not wait to be ended: its collective failed with "
+                            "a lost-connection error (PEER_LOST: a consequence of rank {cause} leaving, not a "
+                            "cause), and it exited", rank=r, cause=err.rank))
         elif tb:
-            lines.append(f"rank {r}: raised too: {tb.strip().splitlines()[-1]}")
+            lines.append(tr("ddp.ended_raised", "rank {rank}: raised too: {error}", rank=r,
+                            error=tb.strip().splitlines()[-1]))
         else:
-            lines.append(f"rank {r}: exited with code {code}")
+            lines.append(tr("ddp.ended_code", "rank {rank}: exited with code {code}", rank=r, code=code))
     if still:
-        lines.append(f"So the {seconds:.1f} s are: starting the ranks, all of SETTLE ({SETTLE:g} s) of listening while "
-                     f"rank(s) {', '.join(map(str, still))} ran, up to 0.2 s more, and ending them (SIGTERM, then up "
-                     f"to 3 s before SIGKILL).")
+        lines.append(tr("ddp.seconds_still", "So the {seconds} s are: starting the ranks, all of SETTLE ({settle} s) "
+                        "of listening while rank(s) {ranks} ran, up to 0.2 s more, and ending them (SIGTERM, then "
+                        "up to 3 s before SIGKILL).", seconds=f"{seconds:.1f}", settle=f"{SETTLE:g}",
+                        ranks=", ".join(map(str, still))))
     else:
-        lines.append(f"So the {seconds:.1f} s are: starting the ranks, their failing, and listening until every rank had "
-                     f"exited (at most SETTLE, {SETTLE:g} s, then up to 0.2 s more); no rank was left to end.")
+        lines.append(tr("ddp.seconds_failed", "So the {seconds} s are: starting the ranks, their failing, and "
+                        "listening until every rank had exited (at most SETTLE, {settle} s, then up to 0.2 s more); "
+                        "no rank was left to end.", seconds=f"{seconds:.1f}", settle=f"{SETTLE:g}"))
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
 from ..core.data import load_datasets, tensors
+from ..core.i18n import tr
 from ..core.logger import Monitor
 from ..core.measure import seed_everything
 from ..core.models import DigitsCNN
@@ -99,7 +100,8 @@ def train_worker(rank: int, world_size: int, epochs: int, batch_size: int, lr: f
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     monitor = Monitor(log_dir, rank=rank, wandb=False) if log_dir else None
     train(model, loader, epochs=epochs, optimizer=opt, rank=rank,
-          desc=f"DDP × {world_size}, rank 0 on 1/{world_size} of each batch",  # its bar and loss: rank 0's share only
+          desc=tr("ddp.train_desc", "DDP × {world}, rank 0 on 1/{world} of each batch",
+                  world=world_size),  # its bar and loss: rank 0's share only
           on_epoch=sampler.set_epoch,  # a different shuffle every epoch, the same on every rank
           logger=monitor)
     if monitor is not None:

@@ -15,6 +15,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..core.data import digits_batch
+from ..core.i18n import tr
 from ..core.models import DigitsCNN
 from ..launching.launcher import launch
 from ..launching.ranks import agree, local_device
@@ -22,6 +23,7 @@ from ..launching.throughput import BucketCounter, rank_share
 from ..launching.timing import slowest_seconds_per_call
 from .instruments import gloo_worker_threads
 from .recipe import ddp_wrap
+from .explain import _baseline_lines, _between_lines, _time_lines
 from .verdicts import _batch_lines, _names, _takeaway
 
 __all__ = ["scaling_worker", "measure_scaling", "scaling_summary", "scaling_table"]
@@ -161,12 +163,16 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
     groups: dict[str, list[int]] = {}
     for b in sorted(batches, key=lambda b: (order.index(verdict(b)), b)):
         groups.setdefault(label(b), []).append(b)
+    said = [(verdict(bs[0]), *counts(bs[0]), len(by[bs[0]]["speedups"]), _names(bs)) for bs in groups.values()]
     ideal = solo_step_ideal(rows)
-    lines = [_takeaway(by, groups, ideal, n), "",
-             f"Speedup of {n} processes over 1, per global batch, from {reps} repeats: the median, the interquartile "
-             f"range (the middle half of the repeats), all (lowest–highest).",
-             f"A repeat counts as faster above {1 + margin:.2f}×, slower below {1 / (1 + margin):.2f}×; the verdict calls "
-             f"a batch faster (or slower) only when every repeat is, mostly faster (or slower) when at least 3 in 4 are."]
+    lines = [_takeaway(by, said, ideal, n), "",
+             tr("ddp.speedup_intro", "Speedup of {n} processes over 1, per global batch, from {reps} repeats: the "
+                "median, the interquartile range (the middle half of the repeats), all (lowest–highest).", n=n,
+                reps=reps),
+             tr("ddp.repeat_counts", "A repeat counts as faster above {hi}×, slower below {lo}×; the verdict calls a "
+                "batch faster (or slower) only when every repeat is, mostly faster (or slower) when at least 3 in 4 "
+                "are.",
+                hi=f"{1 + margin:.2f}", lo=f"{1 / (1 + margin):.2f}")]
     for b in batches:
         lines += _batch_lines(by[b], verdict(b), margin)
     apart, close = {}, []
@@ -179,53 +185,15 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
             else:
                 close.append(f"{a}–{b}")
     moves = [f"{way} at {_names(bs)} than at {a}" for (a, way), bs in apart.items()]
-    if moves:
-        lines.append("Between batches (every repeat at one above every repeat at the other): the speedup was "
-                     + "; ".join(moves) + ".")
-        trend = "; ".join(moves)
-    else:
-        trend = "no pair of batches told apart"
-        lines.append("Between batches: the ranges of repeats overlap for every pair, so this run cannot tell "
-                     "the batches' speedups apart.")
-    if moves and close:
-        lines.append(f"The ranges overlap for {', '.join(close)}: this run cannot tell those apart.")
+    lines += _between_lines(apart, close)
+    trend = "; ".join(moves) if moves else "no pair of batches told apart"
     title = f"{n} vs 1 process: " + "; ".join(f"{v} at {_names(bs)}" for v, bs in groups.items())
     title += "\nspeedup " + ("; ".join(moves) if moves else "not told apart between any two batches")
-    ar_ms = rows[0]["allreduce_s"] * 1e3
-    share = ", ".join(f"{100 * rows[0]['allreduce_s'] / by[b]['step_s_n']:.0f} % at {b}" for b in batches)
     if moves and any(abs(ideal[b] / n - 1) > margin for b in ideal):
-        lines.append(f"Those differences are not all DDP's: 1 process's own cost per sample changes with the batch "
-                     f"(next paragraph).")
+        lines.append(tr("ddp.not_all_ddp", "Those differences are not all DDP's: 1 process's own cost per sample "
+                        "changes with the batch (next paragraph)."))
     lines += _baseline_lines(by, batches, n, reps, ideal, margin)
-    lines += ["", "Where the time goes:"]
-    halves = [b for b in batches if b in ideal]
-    if halves:  # the N processes against 1 process computing one share alone: the time the N processes add
-        b = halves[0]
-        alone_ms, got_ms = by[b // n]["step_s_1"] * 1e3, by[b]["step_s_n"] * 1e3
-        extra = got_ms - alone_ms
-        lines.append(f"At batch {b} each process computes on {b // n} samples. 1 process alone took {alone_ms:.2f} ms a "
-                     f"step at batch {b // n}; {n} processes took {got_ms:.2f} ms a step at batch {b}, "
-                     f"{abs(extra):.2f} ms {'more' if extra >= 0 else 'less'}.")
-        rest = ("a step lasting as long as its slower rank (the time kept is the slower rank's), the all-reduce "
-                "inside a step sharing the cores with the other process's compute, and the processes sharing the "
-                "machine's memory")
-    else:
-        b = batches[0]
-        alone_ms, got_ms = by[b]["step_s_1"] / n * 1e3, by[b]["step_s_n"] * 1e3
-        lines.append(f"At batch {b}, 1/{n} of the 1-process step would be {alone_ms:.2f} ms; {n} processes took "
-                     f"{got_ms:.2f} ms a step, {got_ms - alone_ms:+.2f} ms against perfect splitting.")
-        rest = ("what else does not split (the optimizer step, each step's fixed cost), a step lasting as long as its "
-                "slower rank (the time kept is the slower rank's), and the all-reduce inside a step sharing the cores "
-                "with the other process's compute")
-    lines.append(f"One bare all-reduce of the {rows[0]['allreduce_bytes_per_step'] / 1e3:.0f} KB of gradients took "
-                 f"{ar_ms:.2f} ms, the same work at every batch; against the {n}-process step time that is {share}.")
-    if got_ms - alone_ms > ar_ms:
-        lines.append(f"A bare all-reduce, timed alone, takes {ar_ms:.2f} ms; its share inside the step is not measured, "
-                     f"nor are those {got_ms - alone_ms:.2f} ms timed part by part; candidates besides it: {rest}.")
-    else:
-        lines.append(f"Those {got_ms - alone_ms:.2f} ms are less than one bare all-reduce timed alone ({ar_ms:.2f} ms). "
-                     f"Why is not measured here: the two were timed apart, and this run does not split a step into its "
-                     f"parts, so it cannot say how much of the all-reduce a step pays.")
+    lines += _time_lines(by, batches, n, ideal, rows[0])
     return {"best": best, "worst": worst, "verdicts": {b: verdict(b) for b in batches}, "trend": trend,
             "title": title, "ideal": ideal, "text": "\n".join(lines)}
 
@@ -244,43 +212,6 @@ def solo_step_ideal(rows: list[dict]) -> dict:
     return {b: by[b]["step_s_1"] / by[b // n]["step_s_1"] for b in sorted(by) if b % n == 0 and b // n in by}
 
 
-def _baseline_lines(by: dict, batches: list[int], n: int, reps: int, ideal: dict, margin: float) -> list[str]:
-    """What 1 process's cost per sample at B and at B/N does to the ideal N×, generated from the run (03)."""
-    us = {b: 1e6 * by[b]["step_s_1"] / b for b in batches}
-    lines = ["", "Against the solo-step ideal:", "1 process's time per sample (median step / batch): "
-             + ", ".join(f"{us[b]:.0f} µs at {b}" for b in batches) + "."]
-    for b in batches:
-        r, part = by[b], b // n
-        if b in ideal:
-            why = (f", above {n}× because 1 process is slower per sample at {b} than at {part}" if ideal[b] > n * (1 + margin)
-                   else f", below {n}× because 1 process is slower per sample at {part} than at {b}"
-                   if ideal[b] < n / (1 + margin) else "")
-            line = (f"At batch {b} each of the {n} processes computes on {part} samples, which 1 process did at "
-                    f"{us[part]:.0f} µs a sample against {us[b]:.0f} µs at {b}: stepping as fast as 1 process alone "
-                    f"(forward, backward, optimizer step), with no other rank to all-reduce with, {n} processes would be "
-                    f"{ideal[b]:.2f}× faster (the solo-step ideal), not {n}×{why}; "
-                    f"measured {r['speedup']:.2f}×, {100 * r['speedup'] / ideal[b]:.0f} % of it.")
-            t_n, t_part = 1e3 * r["step_s_n"], 1e3 * by[part]["step_s_1"]
-            if ideal[b] > n * (1 + margin):
-                line += (f" Part of the speedup at {b} is that baseline effect, which the {n} processes, on {part} samples "
-                         f"each, escape" + (f", though they pay other costs: {t_n:.1f} ms a step against {t_part:.1f} ms "
-                                            f"for 1 process alone at {part}, {100 * (t_n / t_part - 1):.0f} % more."
-                                            if t_n > t_part else "."))
-            if r["speedup_max"] > ideal[b]:
-                line += (f" A repeat went above that ideal ({r['speedup_max']:.2f}×); {reps} repeats cannot tell it "
-                         f"from timing noise.")
-            lines.append(line)
-        elif r["speedup_max"] > n:
-            lines.append(f"At batch {b} a repeat went above {n}× ({r['speedup_max']:.2f}×). Each of the {n} processes "
-                         f"computes on {part} samples there, a batch not timed alone here: the solo-step ideal at {b} "
-                         f"needs a {part}-sample step, so this run cannot say whether it beats that ideal.")
-    if not ideal:
-        lines.append(f"No batch here has its share (batch / {n}) timed too, so the solo-step ideal is not known; "
-                     f"{n}× assumes that 1 process's time per sample is the same at every batch, which the line "
-                     f"above shows it is not.")
-    return lines
-
-
 def scaling_table(rows: list[dict]) -> str:
     """The 1-vs-N-process measurements as aligned text, medians with the range of repeats (03)."""
     n = rows[0]["processes"]
@@ -291,8 +222,8 @@ def scaling_table(rows: list[dict]) -> str:
         lines.append(f"{r['global_batch']:>12} {1e3 * r['step_s_1']:>10.1f} {1e3 * r['step_s_n']:>11.1f} "
                      f"{r['step_s_1'] / r['step_s_n']:>8.2f}× {r['speedup']:>7.2f}× "
                      f"{r['speedup_min']:>5.2f}–{r['speedup_max']:.2f}× {r['allreduce_bytes_per_step'] / 1e3:>19.0f}")
-    lines.append(f"ms ratio: 1 proc ms / {n} procs ms, two medians that may come from different repeats (so it can "
-                 f"differ from the speedup). speedup: "
-                 f"the median of each repeat's own ratio (1-process time / {n}-process time, timed next to each other), "
-                 "range: the lowest and highest of those ratios. The verdicts below use the speedup and its range.")
+    lines.append(tr("ddp.ms_ratio", "ms ratio: 1 proc ms / {n} procs ms, two medians that may come from different "
+                    "repeats (so it can differ from the speedup). speedup: the median of each repeat's own ratio "
+                    "(1-process time / {n}-process time, timed next to each other), range: the lowest and highest of "
+                    "those ratios. The verdicts below use the speedup and its range.", n=n))
     return "\n".join(lines)

@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
+from ..core.i18n import tr
 from ..launching.ranks import choose_backend, local_device, local_world_size
 from .recipe import train_worker
 
@@ -41,8 +42,10 @@ def main(argv: list[str] | None = None) -> None:
         got = [None] * world
         dist.all_gather_object(got, (res["checkpoint_matches"], res["val_acc"]))
         if rank == 0:  # identical replicas: each rank's own model equals the checkpoint rank 0 saved
-            print(f"each rank's own weights equal rank 0's checkpoint: {[m for m, _ in got]}")
-            print(f"validation accuracy of that checkpoint, reloaded on every rank: {[round(a, 3) for _, a in got]}")
+            print(tr("ddp.script_weights", "each rank's own weights equal rank 0's checkpoint: {same}",
+                     same=[m for m, _ in got]))
+            print(tr("ddp.script_accuracy", "validation accuracy of that checkpoint, reloaded on every rank: {acc}",
+                     acc=[round(a, 3) for _, a in got]))
         dist.barrier()  # leave together: no rank tears down its connections while another still uses them
     finally:
         gc.collect()  # free the DDP model (its reducer holds the process group) while Python is still alive
@@ -55,9 +58,12 @@ def _say_where(rank: int, world: int, backend: str, device: torch.device) -> Non
     dist.all_gather_object(where, (rank, int(os.environ.get("GROUP_RANK", 0)), int(os.environ["LOCAL_RANK"]), str(device)))
     if rank == 0:
         agents = len({node for _, node, _, _ in where})
-        print(f"{world} processes in all, started by {agents} torchrun agent(s); backend {backend}; "
-              f"MASTER_ADDR={os.environ['MASTER_ADDR']} (rank 0 speaking)")
+        print(tr("ddp.script_world", "{world} processes in all, started by {agents} torchrun agent(s); backend "
+                 "{backend}; MASTER_ADDR={addr} (rank 0 speaking)", world=world, agents=agents, backend=backend,
+                 addr=os.environ["MASTER_ADDR"]))
         for r, node, local, dev in where:
+            # English in every edition: tests/test_i18n_outputs.py keeps this line as its example of a line that
+            # is no message of helpers (and notebook 03's cell asserts "rank 1: node 1, local rank 0" in it)
             print(f"  rank {r}: node {node}, local rank {local}, computes on {dev}")
 
 

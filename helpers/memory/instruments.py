@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from ..core.device import gpu_probe
+from ..core.i18n import tr
 from ..core.saved import SavedTensorTracker
 from .precision import saved_split
 from .recipe import deep_mlp, small_mlp
@@ -33,8 +34,12 @@ def gpu_status_line(step: int | None = None) -> str:
     """One line per GPU for printing inside a training loop, or a clean "no GPU" answer (06)."""
     rows = gpu_status()
     prefix = f"step {step}: " if step is not None else ""
+    if not rows and step is None:
+        return tr("memory.no_gpu_to_watch", "no NVIDIA GPU to watch (GPUtil sees none, and NVML does not start: no NVIDIA "
+                  "driver or NVML library)")
     if not rows:
-        return prefix + "no NVIDIA GPU to watch (GPUtil sees none, and NVML does not start: no NVIDIA driver or NVML library)"
+        return tr("memory.no_gpu_to_watch_at", "step {step}: no NVIDIA GPU to watch (GPUtil sees none, and NVML does not "
+                  "start: no NVIDIA driver or NVML library)", step=step)
     gib = 1e9 / 2**30   # gpu_probe's rows are in GB (10**9 B); printed in GiB (2**30 B), as section 2 prints MiB
     return "; ".join(f"{prefix}GPU {g['index']} {g['utilization_pct']:.0f}% GPU-Util, "
                      f"{g['memory_used_gb'] * gib:.2f}/{g['memory_total_gb'] * gib:.1f} GiB used" for g in rows)
@@ -52,10 +57,18 @@ def cuda_memory_summary() -> str:
     except Exception as e:
         if torch.cuda.is_initialized():
             return f"torch.cuda.memory_summary() raised {type(e).__name__}: {e}"
-        why = "" if torch.cuda.is_available() else " (no CUDA device here, so it never is)"
-        so = "so" if isinstance(e, KeyError) else "and"   # KeyError: the empty dict's first lookup; else it failed before
-        return (f"CUDA not initialised{why}: torch.cuda.memory_stats() is {dict(torch.cuda.memory_stats())}, "
-                f"{so} torch.cuda.memory_summary() raised {type(e).__name__}: {e}")
+        said = dict(stats=dict(torch.cuda.memory_stats()), error=f"{type(e).__name__}: {e}")
+        if isinstance(e, KeyError):   # the empty dict's first lookup; else it failed before
+            return (tr("memory.summary_no_cuda", "CUDA not initialised (no CUDA device here, so it never is): "
+                       "torch.cuda.memory_stats() is {stats}, so torch.cuda.memory_summary() raised {error}", **said)
+                    if not torch.cuda.is_available() else
+                    tr("memory.summary_not_init", "CUDA not initialised: torch.cuda.memory_stats() is {stats}, so "
+                       "torch.cuda.memory_summary() raised {error}", **said))
+        return (tr("memory.summary_no_cuda_and", "CUDA not initialised (no CUDA device here, so it never is): "
+                   "torch.cuda.memory_stats() is {stats}, and torch.cuda.memory_summary() raised {error}", **said)
+                if not torch.cuda.is_available() else
+                tr("memory.summary_not_init_and", "CUDA not initialised: torch.cuda.memory_stats() is {stats}, and "
+                   "torch.cuda.memory_summary() raised {error}", **said))
 
 
 def cuda_memory(tag: str = "") -> dict:

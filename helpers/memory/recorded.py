@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.i18n import said_by_the_cell
+from ..core.i18n import said_by_the_cell, tr
 
 __all__ = ["RECORDED_GPU_RUN", "recorded_gpu_run", "recorded_gpu_commit", "recorded_gpu_output", "recorded_gpu_intro",
            "recorded_gpu_code", "gpu_path", "recorded_memory_rows",
@@ -25,13 +25,15 @@ def _run_parts(folder: Path) -> tuple[str, str, str]:
     torch_part, _, rest = log.removeprefix("GPU run: ").partition(", ")
     gpu = rest.split(", Python ")[0]
     then = torch_part.removeprefix("torch ")
-    return gpu or "a GPU", then, "as in this run" if then == torch.__version__ else f"not this run's {torch.__version__}"
+    return (gpu or tr("memory.rec_a_gpu", "a GPU"), then, tr("memory.rec_as_here", "as in this run")
+            if then == torch.__version__ else tr("memory.rec_not_here", "not this run's {version}", version=torch.__version__))
 
 
 def recorded_gpu_run(folder: Path = RECORDED_GPU_RUN) -> str:
     """Where the recorded GPU figures come from: the GPU, torch and date, from the run's own log (06)."""
     gpu, then, here = _run_parts(folder)
-    return f"{gpu}, torch {then}, {here}; {folder.name[:10]}, {folder.relative_to(folder.parents[3])}"
+    return tr("memory.rec_run", "{gpu}, torch {then}, {here}; {date}, {folder}", gpu=gpu, then=then, here=here,
+              date=folder.name[:10], folder=folder.relative_to(folder.parents[3]))
 
 
 def recorded_gpu_commit(folder: Path = RECORDED_GPU_RUN) -> str | None:
@@ -102,12 +104,12 @@ def recorded_gpu_code(cell_id: str, notebook: str = "06_oom_troubleshooting", fo
         return _cell_source(json.loads(z.read(f"{notebook}.ipynb")), cell_id)
 
 
-def _gpu_short(gpu: str) -> str:
-    """"an H100" from "1 × NVIDIA H100 80GB HBM3"; "a GPU" where no model number is found."""
+def _gpu_model(gpu: str) -> str | None:
+    """"H100" from "1 × NVIDIA H100 80GB HBM3"; None where no model number is found."""
     import re
 
     m = re.search(r"\b([A-Z]+\d+[A-Za-z]*)\b", gpu)
-    return f"{'an' if m.group(1)[0] in 'AEFHILMNORSX' else 'a'} {m.group(1)}" if m else "a GPU"
+    return m.group(1) if m else None
 
 
 def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN,
@@ -130,20 +132,26 @@ def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", f
     here = Path(__file__).resolve().parents[2] / "notebooks" / f"{notebook}.ipynb"
     now = _cell_source(json.loads(here.read_text()), cell_id) if here.exists() else None
     commit = recorded_gpu_commit(folder)
-    helpers = f"course commit {commit}" if commit else "a course commit the recording does not name"
+    helpers = (tr("memory.rec_commit", "course commit {commit}", commit=commit) if commit
+               else tr("memory.rec_no_commit", "a course commit the recording does not name"))
     if then is not None and then == now:
-        which = "same cell code"
+        which = tr("memory.rec_same", "same cell code")
     elif then is not None and now is not None and gpu_path(then) == gpu_path(now):
-        which = "same cell code on a GPU"
+        which = tr("memory.rec_same_gpu", "same cell code on a GPU")
     else:
-        which = f"an earlier version of this cell, its code in {folder.name}/executed_notebooks.zip"
+        which = tr("memory.rec_earlier", "an earlier version of this cell, its code in {zip}",
+                   zip=f"{folder.name}/executed_notebooks.zip")
     gpu, torch_then, _ = _run_parts(folder)
-    short = f"Recorded on {_gpu_short(gpu)} (torch {torch_then}, {helpers}; {which})"
+    said, model = dict(torch=torch_then, helpers=helpers, which=which), _gpu_model(gpu)
+    short = (tr("memory.rec_on_a_gpu", "Recorded on a GPU (torch {torch}, {helpers}; {which})", **said) if model is None
+             else tr("memory.rec_on_an", "Recorded on an {model} (torch {torch}, {helpers}; {which})", model=model, **said)
+             if model[0] in "AEFHILMNORSX" else
+             tr("memory.rec_on_a", "Recorded on a {model} (torch {torch}, {helpers}; {which})", model=model, **said))
     if not details:
         return short
-    return (f"This cell and the GPU cells below print what a recorded run printed: {recorded_gpu_run(folder)}; "
-            f"its helpers are those of {helpers}. \"Same cell code on a GPU\": only the cell's lines for a machine "
-            f"without one differ.\n{short}")
+    return tr("memory.rec_details", "This cell and the cells below that say \"Recorded on\" print what a recorded run "
+              "printed: {run}; its helpers are those of {helpers}. \"Same cell code on a GPU\": only the cell's lines "
+              "for a machine without one differ.", run=recorded_gpu_run(folder), helpers=helpers) + "\n" + short
 
 
 def recorded_gpu_output(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN,

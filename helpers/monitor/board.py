@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import private_folder
+from ..core.i18n import tr
 from ..core.procs import end_processes, free_port  # free_port: importable from here too, as before (05)
 
 __all__ = ["tensorboard_binary", "free_port", "board_port", "running_tensorboards", "check_tensorboard",
@@ -109,8 +110,9 @@ def check_tensorboard(port: int, timeout: float = 30) -> list[str]:
         except OSError as e:
             last = e
             time.sleep(0.5)
-    raise RuntimeError(f"TensorBoard did not answer on 127.0.0.1:{port} within {timeout:g} s ({last}); "
-                       "read the %tensorboard cell's output for its error")
+    raise RuntimeError(tr("05.tensorboard_no_answer", "TensorBoard did not answer on 127.0.0.1:{port} within "
+                          "{timeout:g} s ({last}); read the %tensorboard cell's output for its error",
+                          port=port, timeout=timeout, last=last))
 
 
 def _that_tensorboard(info: Any) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..core.i18n import tr
 from ..core.logger import _wandb_chunks, wandb_file_complete
 
 __all__ = ["read_back", "summarize_read_back", "read_wandb_run", "ops_table", "callee_memory_line"]
@@ -72,7 +73,8 @@ def _plugins_and_hparams(folder: Path) -> dict:
 
 
 def _chart_tags(chart) -> list[str]:
-    """The scalar tags a custom-scalars chart draws: a multiline chart's tags, or a margin chart's value, lower, upper."""
+    """The scalar tags a custom-scalars chart draws: a multiline chart's tags, or a margin chart's value, lower,
+    upper."""
     if chart.HasField("multiline"):
         return list(chart.multiline.tag)
     return [tag for s in chart.margin.series for tag in (s.value, s.lower, s.upper)]
@@ -87,8 +89,9 @@ def summarize_read_back(back: dict) -> str:
         lines.append(f"run {name!r}: " + ", ".join(parts))
         lines.append(f"    plugins {', '.join(r['plugins'])}")
     for e in back["embeddings"]:
-        lines.append(f"embedding {e['tag']!r}: {e['points']} points × {e['dims']} dims, sprite {e['sprite']}, "
-                     f"labels {e['metadata']}")
+        lines.append(tr("05.read_back_embedding", "embedding {tag!r}: {points} points × {dims} dims, sprite {sprite}, "
+                        "labels {labels}", tag=e["tag"], points=e["points"], dims=e["dims"], sprite=e["sprite"],
+                        labels=e["metadata"]))
     return "\n".join(lines)
 
 
@@ -103,7 +106,8 @@ def read_wandb_run(run_dir: str | Path, timeout: float = 30.0) -> dict:
 
     files = sorted(Path(run_dir).glob("run-*.wandb"))
     if not files:
-        raise FileNotFoundError(f"no run-*.wandb file in {run_dir}; pass the run folder (…/wandb/offline-run-…)")
+        raise FileNotFoundError(tr("05.wandb_no_run_file", "no run-*.wandb file in {run_dir}; pass the run folder "
+                                   "(…/wandb/offline-run-…)", run_dir=run_dir))
     complete = wandb_file_complete(run_dir, timeout)
     data = files[0].read_bytes()
     history, config, kinds = [], {}, {}
@@ -140,7 +144,11 @@ def ops_table(averages, sort_by: str = "self_cpu_time_total", rows: int = 8, sha
     head = f"{'event':<{name_w}}"
     head += f" {'self CPU':>9} {'%':>5} {'CPU total':>10} {'calls':>5}"
     head += f" {'self CUDA':>10}" if gpu else f" {'self mem KiB':>13}"
-    lines = [head, "-" * len(head)]
+    # the header in the reader's language, its columns as wide as the English ones (a Korean character is two)
+    pad = " " * (name_w - len("event"))
+    said = tr("05.ops_head_cuda", "event{pad}  self CPU     %  CPU total calls  self CUDA", pad=pad) if gpu else \
+        tr("05.ops_head_mem", "event{pad}  self CPU     %  CPU total calls  self mem KiB", pad=pad)
+    lines = [said, "-" * len(head)]
     for e in events:
         name = e.key if len(e.key) <= name_w else e.key[:name_w - 1] + "…"
         row = f"{name:<{name_w}}"
@@ -152,10 +160,11 @@ def ops_table(averages, sort_by: str = "self_cpu_time_total", rows: int = 8, sha
             text = ", ".join("×".join(map(str, s)) for s in e.input_shapes if s) or "none"
             text = f"    input shapes (non-empty): {text}"
             lines.append(text if len(text) <= 107 else text[:106] + "…")
-    units = "times in ms, summed over the calls" if gpu else \
-        "times in ms, memory in KiB net (negative: more freed), each summed over the calls"
-    return "\n".join(lines + ["-" * len(head), f"%: each row's self CPU time as a share of the self CPU total, "
-                                              f"{_ms(total)} ms (the sum over every event)", units])
+    units = tr("05.ops_units_cuda", "times in ms, summed over the calls") if gpu else \
+        tr("05.ops_units_mem", "times in ms, memory in KiB net (negative: more freed), each summed over the calls")
+    share = tr("05.ops_share", "%: each row's self CPU time as a share of the self CPU total, {total} ms (the sum over "
+               "every event)", total=_ms(total))
+    return "\n".join(lines + ["-" * len(head), share, units])
 
 
 def callee_memory_line(rows) -> str:
@@ -168,16 +177,18 @@ def callee_memory_line(rows) -> str:
     rows = list(rows)
     for e in rows:
         if e.cpu_memory_usage > 0 and e.self_cpu_memory_usage == 0:
-            return (f"{e.key}: self CPU memory 0, but {_kib(e.cpu_memory_usage)} KiB net allocated by the operators "
-                    "it calls")
+            return tr("05.callee_memory", "{event}: self CPU memory 0, but {kib} KiB net allocated by the operators "
+                      "it calls", event=e.key, kib=_kib(e.cpu_memory_usage))
     cpu = max(rows, key=lambda e: e.cpu_memory_usage)
-    line = (f"no row above has 0 self CPU memory and a net CPU allocation through the operators it calls; the "
-            f"largest total CPU memory among them: {cpu.key}, {_kib(cpu.cpu_memory_usage)} KiB")
     dev = max(rows, key=lambda e: getattr(e, "device_memory_usage", 0))
+    device = ""
     if getattr(dev, "device_memory_usage", 0) > 0:
-        line += (f"; the largest total device memory: {dev.key}, {_kib(dev.device_memory_usage)} KiB "
-                 f"({_kib(dev.self_device_memory_usage)} KiB its own)")
-    return line
+        device = tr("05.callee_memory_device", "; the largest total device memory: {event}, {kib} KiB ({own} KiB "
+                    "its own)", event=dev.key, kib=_kib(dev.device_memory_usage),
+                    own=_kib(dev.self_device_memory_usage))
+    return tr("05.callee_memory_none", "no row above has 0 self CPU memory and a net CPU allocation through the "
+              "operators it calls; the largest total CPU memory among them: {event}, {kib} KiB{device}",
+              event=cpu.key, kib=_kib(cpu.cpu_memory_usage), device=device)
 
 
 def _ms(us: float) -> str:

@@ -4,7 +4,9 @@ from __future__ import annotations
 import statistics
 
 from .bounds import _compute, _slowdown, bound_step, compute_ms, compute_s
+from .gap_notes import _estimates_line, _residual_line
 from .instruments import ideal_speedup
+from ..core.i18n import tr
 
 __all__ = ["gap_lines"]
 
@@ -43,14 +45,18 @@ def gap_lines(rows: list[dict]) -> str:
     msg1_ms = round(1e3 * msg1, 1) if msg1 is not None else 0.0
     raw_ms = round(other_ms - msg1_ms, 1)   # of the printed figures: other_ms is printed below
     outside_ms = max(0.0, raw_ms)   # below zero it is no duration: the messages cost less inside the step than alone
-    lines = [f"inside the step, from the recorded events (median of {len(base['step_rounds'])} rounds); "
-             f"m = 1: the stages computed {c1_ms:.1f} ms of its {step1:.1f} ms step (medians of their rounds); the "
-             f"bound pipelines that compute only; round by round the step less its compute took {min(per_round):.1f} to "
-             f"{max(per_round):.1f} ms, median {other_ms:.1f} ms (zero_grad, the SGD update, its two messages, waiting), "
-             "not in the bound"
-             + (f" (its two messages alone took {round(1e3 * msg1, 1):.1f} ms at their fastest, more than those "
-                f"{other_ms:.1f} ms: a message inside the step need not cost what it cost alone)"
-                if msg1 is not None and round(1e3 * msg1, 1) > other_ms else "")]
+    head = dict(n=len(base["step_rounds"]), c1=c1_ms, step=step1, lo=min(per_round), hi=max(per_round), med=other_ms)
+    lines = [tr("01.gap_head_msg", "inside the step, from the recorded events (median of {n} rounds); m = 1: the "
+                "stages computed {c1:.1f} ms of its {step:.1f} ms step (medians of their rounds); the bound pipelines "
+                "that compute only; round by round the step less its compute took {lo:.1f} to {hi:.1f} ms, median "
+                "{med:.1f} ms (zero_grad, the SGD update, its two messages, waiting), not in the bound (its two "
+                "messages alone took {msg:.1f} ms at their fastest, more than those {med:.1f} ms: a message inside "
+                "the step need not cost what it cost alone)", msg=round(1e3 * msg1, 1), **head)
+             if msg1 is not None and round(1e3 * msg1, 1) > other_ms else
+             tr("01.gap_head", "inside the step, from the recorded events (median of {n} rounds); m = 1: the stages "
+                "computed {c1:.1f} ms of its {step:.1f} ms step (medians of their rounds); the bound pipelines that "
+                "compute only; round by round the step less its compute took {lo:.1f} to {hi:.1f} ms, median "
+                "{med:.1f} ms (zero_grad, the SGD update, its two messages, waiting), not in the bound", **head)]
     residuals = []   # (m, gap less the estimates at most, at least, the same less the outside term)
     for r in rows[1:]:
         m = r["microbatches"]
@@ -59,97 +65,44 @@ def gap_lines(rows: list[dict]) -> str:
         step_ms, equal_ms, ideal_ms = (round(1e3 * t, 1) for t in (r["step_s"], equal_step, ideal_step))
         gap_ms = round(step_ms - ideal_ms, 1)
         gap = r["step_s"] - ideal_step
-        per = "; ".join(f"stage {s}: F ×{statistics.median(_compute(r, s, 'F')) / statistics.median(_compute(base, s, 'F')):.2f}, "
-                        f"B ×{statistics.median(_compute(r, s, 'B')) / statistics.median(_compute(base, s, 'B')):.2f}"
-                        for s in (0, 1))
-        k = _slowdown(r, base)
-        lines.append(f"m = {m:>2}: step {step_ms:.1f} ms; bound's step {equal_ms:.1f} ms with equal stages, "
-                     f"{ideal_ms:.1f} ms with these stages' costs (their imbalance: {ideal_ms - equal_ms:+.1f} ms); "
-                     f"gap to the latter {gap_ms:+.1f} ms\n        pieces' summed time against m = 1's: {per}; "
-                     f"all four together ×{k:.2f}")
+        ratio = {f"{kind.lower()}{st}": statistics.median(_compute(r, st, kind)) / statistics.median(
+            _compute(base, st, kind)) for st in (0, 1) for kind in "FB"}
+        lines += [tr("01.gap_m", "m = {m:>2}: step {step:.1f} ms; bound's step {equal:.1f} ms with equal stages, "
+                     "{ideal:.1f} ms with these stages' costs (their imbalance: {imb:+.1f} ms); gap to the latter "
+                     "{gap:+.1f} ms", m=m, step=step_ms, equal=equal_ms, ideal=ideal_ms, imb=ideal_ms - equal_ms,
+                     gap=gap_ms),
+                  tr("01.gap_pieces", "        pieces' summed time against m = 1's: stage 0: F ×{f0:.2f}, B ×{b0:.2f}; "
+                     "stage 1: F ×{f1:.2f}, B ×{b1:.2f}; all four together ×{k:.2f}", k=_slowdown(r, base), **ratio)]
         if gap <= 0:
-            lines.append("        at or below the bound with these stages' costs: no gap to explain")
+            lines.append(tr("01.gap_none", "        at or below the bound with these stages' costs: no gap to explain"))
             continue
         pieces = bound_step(r, m) - ideal_step   # the bound's formula on this step's own pieces, stage by stage; signed
-        outside_of = "(those other ms less its two messages)" if msg1 is not None else "(those other ms, messages included)"
         p_ms, o_ms = round(1e3 * pieces, 1), round(outside_ms, 1)   # sums below are of the printed values
-        said = (f"        estimates in ms (not shares of the gap): the pieces, each stage's as they took, through "
-                f"the bound's formula: {p_ms:+.1f}; "
-                + (f"the step's parts outside its compute, if they took m = 1's {outside_of}: {o_ms:+.1f}\n        "
-                   if raw_ms >= 0 else f"the step's parts outside its compute: not estimated, counted +0.0 (m = 1's other "
-                   f"{other_ms:.1f} ms" + (f" less its two messages' {msg1_ms:.1f} ms" if msg1 is not None else "")
-                   + f" is {raw_ms:+.1f}, below zero: the messages cost less inside the step than alone)\n        "))
+        lines.append(_estimates_line(p_ms, o_ms, other_ms, msg1_ms, raw_ms, msg1 is not None))
         if "message_s" in r:   # each size's fastest round (message_lines)
             one = min(r["message_s"])
             two, all_ = round(2e3 * one, 1), round(2e3 * m * one, 1)
             f_ = [statistics.median(_compute(r, st, "F")) for st in (0, 1)]
             b_ = [statistics.median(_compute(r, st, "B")) for st in (0, 1)]
-            act, grad = ("last" if f_[0] > f_[1] else "first"), ("last" if b_[1] > b_[0] else "first")
-            said += (f"messages at their fastest alone: {two:+.1f} for the 2 on every step's path (one activation, "
-                     f"one gradient; with these pieces the {act} activation and the {grad} gradient, as the slower "
-                     f"stage of each phase makes the other wait), {all_:+.1f} if all 2m = {2 * m} went one after "
-                     f"another (isend lets the sender compute on, so the others may pass while a stage computes)"
-                     f"\n        together {p_ms + o_ms + two:+.1f} to {p_ms + o_ms + all_:+.1f} ms, against the gap's "
-                     f"{gap_ms:+.1f} ms")
+            first, last = tr("01.gap_first", "first"), tr("01.gap_last", "last")
+            lines.append(tr("01.gap_msgs", "        messages at their fastest alone: {two:+.1f} for the 2 on every "
+                            "step's path (one activation, one gradient; with these pieces the {act} activation and "
+                            "the {grad} gradient, as the slower stage of each phase makes the other wait), {all:+.1f} "
+                            "if all 2m = {n} went one after another (isend lets the sender compute on, so the others "
+                            "may pass while a stage computes)", two=two, all=all_, n=2 * m,
+                            act=last if f_[0] > f_[1] else first, grad=last if b_[1] > b_[0] else first))
         else:
             two = all_ = 0.0
-            said += (f"messages: not timed in this run\n        together {p_ms + o_ms:+.1f} ms, against the gap's "
-                     f"{gap_ms:+.1f} ms")
+            lines.append(tr("01.gap_no_msgs", "        messages: not timed in this run"))
         lo, hi = (round(gap_ms - p_ms - o_ms - x, 1) for x in (all_, two))
         rlo, rhi = r["step_range"]
         residuals.append((m, lo, hi, o_ms, round(1e3 * (rhi - rlo), 1)))
-        lines.append(said + f"; the gap less them: {lo:+.1f}" + (f" to {hi:+.1f} ms" if hi != lo else " ms"))
+        sums = dict(a=p_ms + o_ms + two, b=p_ms + o_ms + all_, gap=gap_ms, lo=lo, hi=hi)
+        lines.append(tr("01.gap_sum_one", "        together {a:+.1f} ms, against the gap's {gap:+.1f} ms; the gap less "
+                        "them: {lo:+.1f} ms", **sums) if "message_s" not in r else
+                     tr("01.gap_sum", "        together {a:+.1f} to {b:+.1f} ms, against the gap's {gap:+.1f} ms; the "
+                        "gap less them: {lo:+.1f} ms", **sums) if hi == lo else
+                     tr("01.gap_sum_range", "        together {a:+.1f} to {b:+.1f} ms, against the gap's {gap:+.1f} "
+                        "ms; the gap less them: {lo:+.1f} to {hi:+.1f} ms", **sums))
     return "\n".join(lines + ([_residual_line(residuals)] if residuals else []))
 
-
-def _residual_line(residuals: list[tuple[int, float, float, float]]) -> str:
-    """Where the estimates together overshoot the gap, fall short of it, or span it; ``gap_lines``' last line (01).
-
-    Each entry: m, the gap less the estimates with all 2m messages and with the 2 (lo ≤ hi), the
-    outside term o, and the spread of that m's step rounds (slowest less fastest, ms). Where they overshoot
-    and the gap lies within the estimates without o (lo + o ≤ 0 ≤ hi + o), the step's parts outside its
-    compute added less than o there, by these estimates. An overshoot or a shortfall is a difference of
-    medians: a difference between the gap and the estimates is said only where it exceeds that m's rounds' spread.
-    """
-    def ms(group: list) -> str:
-        return ", ".join(str(e[0]) for e in group)
-
-    def by(lo: float, hi: float) -> str:
-        return f"by {lo:.1f} ms" if lo == hi else f"by {lo:.1f} to {hi:.1f} ms"
-    over = [e for e in residuals if e[2] < 0]
-    short = [e for e in residuals if e[1] > 0]
-    within = [e for e in residuals if e[1] <= 0 <= e[2]]
-    said = []
-    if over:
-        noise = [e for e in over if -e[2] <= e[4]]   # the smallest overshoot within that m's rounds' spread
-        real = [e for e in over if e not in noise]
-        line = (f"by the medians the estimates together overshoot the gap at m = {ms(over)} "
-                f"({by(min(-e[2] for e in over), max(-e[1] for e in over))})")
-        if noise:
-            line += (f"; at m = {ms(noise)} by no more than that m's rounds' spread (slowest less fastest step: "
-                     f"{', '.join(f'{e[4]:.1f}' for e in noise)} ms), so this run shows no difference between the gap "
-                     "and the estimates there")
-        if real:
-            outside_said = "the outside term is m = 1's difference of medians, itself an estimate; " if any(e[3] for e in real) else ""
-            fit = [e for e in real if e[1] + e[3] <= 0 <= e[2] + e[3]]
-            line += (f"; at m = {ms(real)} by more than that m's rounds' spread ({', '.join(f'{e[4]:.1f}' for e in real)} ms): "
-                     f"{outside_said}what would make them overshoot is a cost in m = 1's step that this m's step does not "
-                     "pay, and no event here times one" + (
-                         f"; at m = {ms(fit)} the pieces and the messages alone span the gap: by these estimates, the "
-                         f"step's parts outside its compute added less there than m = 1's {fit[0][3]:+.1f} ms" if fit else ""))
-        said.append(line)
-    if short:
-        beyond = [e for e in short if e[1] > e[4]]
-        line = (f"by the medians the estimates together fall short of the gap at m = {ms(short)} "
-                f"({by(min(e[1] for e in short), max(e[2] for e in short))})")
-        if len(beyond) < len(short):
-            inside = [e for e in short if e not in beyond]
-            line += (f"; at m = {ms(inside)} by no more than that m's rounds' spread (slowest less fastest step: "
-                     f"{', '.join(f'{e[4]:.1f}' for e in inside)} ms), so this run does not show a cost beyond the estimates there")
-        if beyond:
-            line += (f"; at m = {ms(beyond)} by more than that m's rounds' spread "
-                     f"({', '.join(f'{e[4]:.1f}' for e in beyond)} ms): nothing timed here accounts for the rest")
-        said.append(line)
-    if within:
-        said.append(f"at m = {ms(within)} the gap lies within the estimates' range")
-    return "; ".join(said)

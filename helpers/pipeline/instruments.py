@@ -14,6 +14,7 @@ from typing import Iterator, Sequence
 import torch
 import torch.distributed as dist
 
+from ..core.i18n import tr
 from ..core.measure import torch_threads
 from ..launching.launcher import launch
 from ..launching.ranks import agree, local_device
@@ -229,7 +230,8 @@ def stage_cost(width: int = 512, depth: int = 4, batch: int = 2048, ms: Sequence
                     times[m].append(time.perf_counter() - t0)
     base = statistics.median(times[ms[0]])
     t1 = times[ms[0]]
-    where = "on the CPU with one thread" if device.type == "cpu" else f"on {device}"
+    where = (tr("01.where_cpu", "on the CPU with one thread") if device.type == "cpu" else
+             tr("01.where_device", "on {device}", device=device))
     return [{"microbatches": m, "microbatch_rows": batch // m, "seconds": statistics.median(times[m]), "stage": 0,
              "where": where, "cost_vs_m1": statistics.median(times[m]) / base,
              "cost_range": (min(times[m]) / base, max(times[m]) / base),

@@ -14,6 +14,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from ..core.i18n import tr
 from ..launching.launcher import launch
 from ..launching.ranks import agree, local_device
 from .instruments import ideal_speedup, rotated_rounds
@@ -136,12 +137,22 @@ def held_rows_lines(lib: list[dict], batch: int) -> str:
     m micro-batches of batch / m rows are the whole batch at every m, and 1F1B's p − s of them are
     (p − s)/m of it.
     """
-    lines = [f"rows whose activations each stage held at its peak (peak held × {batch:,} / m rows per micro-batch):"]
+    lines = [tr("01.held_head", "rows whose activations each stage held at its peak (peak held × {batch:,} / m rows "
+                                "per "
+                "micro-batch):", batch=batch)]
     for r in lib:
         m = r["microbatches"]
         held = [k * (batch // m) for k in r["peak_live"]]
-        lines.append(f"{r['schedule']:>6} m = {m}: " + ", ".join(
-            f"stage {s} {k} × {batch // m:,} = {h:,} rows ("
-            + ("the whole batch" if h == batch else f"{Fraction(h, batch)} of the batch") + ")"
+        shares = [tr("01.whole_batch", "the whole batch") if h == batch else
+                  tr("01.share_of_batch", "{share} of the batch", share=Fraction(h, batch)) for h in held]
+        if len(held) == 2:   # one message for the line: its two stages' fields are cut out unambiguously
+            lines.append(tr("01.held_line", "{schedule} m = {m}: stage 0 {k0} × {rows} = {h0} rows ({share0}), stage 1 "
+                            "{k1} × {rows} = {h1} rows ({share1})", schedule=f"{r['schedule']:>6}", m=m,
+                            k0=r["peak_live"][0], k1=r["peak_live"][1], rows=f"{batch // m:,}", h0=f"{held[0]:,}",
+                            h1=f"{held[1]:,}", share0=shares[0], share1=shares[1]))
+            continue
+        lines.append(f"{r['schedule']:>6} m = {m}: " + ", ".join(   # other stage counts: said as before
+            f"stage {s} {k} × {batch // m:,} = {h:,} rows (" + ("the whole batch" if h == batch else
+                                                                f"{Fraction(h, batch)} of the batch") + ")"
             for s, (k, h) in enumerate(zip(r["peak_live"], held))))
     return "\n".join(lines)

@@ -16,6 +16,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ..core.device import gpu_count
+from ..core.i18n import tr
 
 if TYPE_CHECKING:
     from torch.distributed.pipelining.schedules import _PipelineSchedule as PipelineSchedule
@@ -29,12 +30,15 @@ def two_devices() -> tuple[torch.device, torch.device, str]:
     """Two devices for the two halves: cuda:0/cuda:1 when there are two GPUs, else what exists, said (01)."""
     n = gpu_count()
     if n >= 2:
-        return torch.device("cuda:0"), torch.device("cuda:1"), "two GPUs: seq1 on cuda:0, seq2 on cuda:1"
+        return torch.device("cuda:0"), torch.device("cuda:1"), tr("01.two_gpus", "two GPUs: seq1 on cuda:0, seq2 on "
+                                                                                 "cuda:1")
     if n == 1:
         return (torch.device("cuda:0"), torch.device("cuda:0"),
-                "one GPU: both halves on cuda:0 (the code is the same; with two GPUs they would be on two)")
+                tr("01.one_gpu", "one GPU: both halves on cuda:0 (the code is the same; with two GPUs they would be "
+                                 "on two)"))
     return (torch.device("cpu"), torch.device("cpu"),
-            "no GPU: both halves on the CPU (the code is the same; with two GPUs they would be on two)")
+            tr("01.no_gpu", "no GPU: both halves on the CPU (the code is the same; with two GPUs they would be on "
+                            "two)"))
 
 
 class TwoDeviceModel(nn.Module):

@@ -20,6 +20,8 @@ from typing import Iterator
 import torch
 import torch.distributed as dist
 
+from ..core.i18n import tr
+
 __all__ = ["debug_detail", "mismatched_collectives", "skipped_barrier", "what_it_said"]
 
 
@@ -67,7 +69,8 @@ def what_it_said(message: str) -> list[str]:
     """The lines of a failed launch's error that name the culprit, shortened (10): each rank's collective from
     DETAIL's mismatch report (its type and sequence number), or the ranks ``monitored_barrier`` missed.
     """
-    said = [f"rank {r}: {op} (sequence number {seq} in the group)" for r, seq, op in
+    said = [tr("10.hang_collective", "rank {rank}: {op} (sequence number {seq} in the group)", rank=r, op=op, seq=seq)
+            for r, seq, op in
             re.findall(r"Rank (\d+) is running collective: CollectiveFingerPrint\(SequenceNumber=(\d+), OpType=(\w+)",
                        message)]
     said += re.findall(r"Ranks [\d, ]+ failed to pass monitoredBarrier in \d+ ms", message)

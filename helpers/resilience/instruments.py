@@ -13,6 +13,8 @@ import threading
 import time
 from pathlib import Path
 
+from ..core.i18n import tr
+
 __all__ = ["announce", "wait_for", "kill_when", "announcements", "recovery", "ray_registered_epochs", "leftover_processes"]
 
 
@@ -35,7 +37,9 @@ def wait_for(folder: str, rank: int, epoch: int, timeout: float = 60.0) -> int:
     deadline = time.monotonic() + timeout
     while not path.exists():
         if time.monotonic() > deadline:
-            raise TimeoutError(f"rank {rank} did not start epoch {epoch} within {timeout:g} s ({path} never appeared)")
+            raise TimeoutError(tr("10.epoch_never_started", "rank {rank} did not start epoch {epoch} within "
+                                  "{timeout:g} s ({path} never appeared)", rank=rank, epoch=epoch, timeout=timeout,
+                                  path=path))
         time.sleep(0.05)
     return int(path.read_text())
 
@@ -58,7 +62,8 @@ def kill_when(folder: str, rank: int, epoch: int, sig: int = signal.SIGKILL, del
             deadline = time.monotonic() + timeout
             while ready is not None and not ready():
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"not ready to strike within {timeout:g} s")
+                    raise TimeoutError(tr("10.not_ready_to_strike", "not ready to strike within {timeout:g} s",
+                                          timeout=timeout))
                 time.sleep(0.01)
             os.kill(pid, sig)
             out.update(pid=pid, at=time.time())

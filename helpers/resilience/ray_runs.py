@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ..core.i18n import tr
 from .ray_loop import ray_train_loop
 
 if TYPE_CHECKING:
@@ -83,8 +84,9 @@ def tune_ray_train(lrs: list[float], epochs: int, storage: str, workers: int = 1
 
     at_once = cpus // (1 + workers)
     if at_once < 1:
-        raise ValueError(f"a trial of {workers} worker(s) needs {1 + workers} CPUs (its driver and its workers); "
-                         f"the cluster has {cpus}: use fewer workers or a larger cluster")
+        raise ValueError(tr("10.tune_too_few_cpus", "a trial of {workers} worker(s) needs {needs} CPUs (its driver and "
+                            "its workers); the cluster has {cpus}: use fewer workers or a larger cluster",
+                            workers=workers, needs=1 + workers, cpus=cpus))
     tuner = tune.Tuner(
         ray_train_trial,
         param_space={"lr": tune.grid_search(list(lrs)), "epochs": epochs, "workers": workers, "storage": storage},

@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
+from ..core.i18n import tr
 from ..launching.ranks import choose_backend, local_device, local_world_size
 from .instruments import announce
 from .recipe import resumable_worker
@@ -42,8 +43,14 @@ def main(argv: list[str] | None = None) -> None:
         res = resumable_worker(rank, dist.get_world_size(), args.epochs, args.checkpoint or None,
                                partial(announce, args.announce_dir))
         if rank == 0:
-            print(f"restart {os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}: trained epochs {res['epochs_run']}"
-                  + ("; stopped on SIGTERM after saving" if res["stopped_on_sigterm"] else ""), flush=True)
+            restart, epochs = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"), res["epochs_run"]
+            if res["stopped_on_sigterm"]:   # the notebook keeps the lines that start with "restart ", in Korean too
+                said = tr("10.restart_trained_sigterm", "restart {restart}: trained epochs {epochs}; stopped on "
+                          "SIGTERM after saving", restart=restart, epochs=epochs)
+            else:
+                said = tr("10.restart_trained", "restart {restart}: trained epochs {epochs}", restart=restart,
+                          epochs=epochs)
+            print(said, flush=True)
             if args.out:
                 torch.save(res["params"], args.out)
         dist.barrier()

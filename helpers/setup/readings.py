@@ -3,6 +3,8 @@ count, the OpenMP library loaded and what libgomp read when it loaded (section 3
 loss stands above its noise (section 5)."""
 from __future__ import annotations
 
+from ..core.i18n import tr
+
 
 def cpu_steal_total(path: str = "/proc/stat") -> int | None:
     """The "cpu" line's steal column of ``/proc/stat`` (https://man7.org/linux/man-pages/man5/proc_stat.5.html):
@@ -50,40 +52,53 @@ def overfitting_verdict(train_loss: list[float], val_loss: list[float], at_lowes
     weights' loss and accuracy on the training set) and ``val_acc`` (the last epoch's), the gap itself is said too:
     Deep Learning §5.2 calls too large a gap between training and test error overfitting, with no threshold: the gaps
     are printed and the judgement left to the reader."""
+    best, last = min(range(len(val_loss)), key=val_loss.__getitem__), len(val_loss) - 1
+    if best == last:
+        verdict = tr("setup.lowest_last", "the validation loss is lowest at the last epoch ({last}): no rise to judge",
+                     last=last + 1)
+    else:
+        verdict = _rise_verdict(train_loss, val_loss, at_lowest, at_last, spread, best, last)
+    if fit is None or val_acc is None:
+        return verdict
+    return tr("setup.gap", "{verdict}. The gap itself: Deep Learning, §5.2 (https://www.deeplearningbook.org/contents/"
+              "ml.html) calls too large a gap between training and test error overfitting, without saying how large; "
+              "here it is {loss_gap} in loss ({fit_loss} on the training set, {val_loss} on validation) and {acc_gap} in "
+              "accuracy ({fit_acc} on the training set, {val_acc} on validation)", verdict=verdict,
+              loss_gap=f"{val_loss[last] - fit[0]:.3g}", fit_loss=f"{fit[0]:.3g}", val_loss=f"{val_loss[last]:.3g}",
+              acc_gap=f"{fit[1] - val_acc:.3f}", fit_acc=f"{fit[1]:.3f}", val_acc=f"{val_acc:.3f}")
+
+
+def _rise_verdict(train_loss, val_loss, at_lowest, at_last, spread, best, last) -> str:
+    """:func:`overfitting_verdict`'s reading of the rise after the lowest epoch, without the gap (00)."""
     import math
     import statistics
 
-    best, last = min(range(len(val_loss)), key=val_loss.__getitem__), len(val_loss) - 1
-    gap = ""
-    if fit is not None and val_acc is not None:
-        gap = (f". The gap itself: Deep Learning, §5.2 (https://www.deeplearningbook.org/contents/ml.html) calls too "
-               f"large a gap between training and test error overfitting, without saying how large; here it is "
-               f"{val_loss[last] - fit[0]:.3g} in loss ({fit[0]:.3g} on the training set, {val_loss[last]:.3g} on "
-               f"validation) and {fit[1] - val_acc:.3f} in accuracy ({fit[1]:.3f} on the training set, {val_acc:.3f} "
-               f"on validation)")
-    if best == last:
-        return f"the validation loss is lowest at the last epoch ({last + 1}): no rise to judge{gap}"
     if len(at_lowest) != len(at_last) or len(at_last) < 2:
         raise ValueError("at_lowest and at_last must hold the losses of the same samples (two or more)")
     diffs = [b - a for a, b in zip(at_lowest, at_last)]
     rise, se = statistics.fmean(diffs), statistics.stdev(diffs) / math.sqrt(len(diffs))
-    head = (f"from epoch {best + 1} to {last + 1} the validation loss rose by {rise:.3g}; the standard error of that "
-            f"rise over the {len(diffs)} validation samples (each one's loss at epoch {last + 1} minus at epoch "
-            f"{best + 1}) is {se:.2g}" + (f", so the rise is {rise / se:.1f} standard errors" if se > 0 else ""))
-    picked = (f"epoch {best + 1} was picked as the lowest of {len(val_loss)} on these same samples, so its loss is "
-              f"low partly by chance and the rise is, if anything, overstated")
+    said = dict(rise=f"{rise:.3g}", n=len(diffs), se=f"{se:.2g}", best=best + 1, last=last + 1)
+    head = (tr("setup.rise", "from epoch {best} to {last} the validation loss rose by {rise}; the standard error of that "
+               "rise over the {n} validation samples (each one's loss at epoch {last} minus at epoch {best}) is {se}, so "
+               "the rise is {x} standard errors", x=f"{rise / se:.1f}", **said) if se > 0 else
+            tr("setup.rise_no_se", "from epoch {best} to {last} the validation loss rose by {rise}; the standard error of "
+               "that rise over the {n} validation samples (each one's loss at epoch {last} minus at epoch {best}) is {se}",
+               **said))
+    picked = tr("setup.picked", "epoch {best} was picked as the lowest of {n} on these same samples, so its loss is low "
+                "partly by chance and the rise is, if anything, overstated", best=best + 1, n=len(val_loss))
+    epochs = dict(head=head, best=best + 1, spread=f"{spread:g}")
     if rise <= spread * se:
-        return (f"{head}: within {spread:g} standard errors, a rise that the choice of validation samples alone "
-                f"could make, so this run shows no rise in validation loss after epoch {best + 1} that its validation "
-                f"set can tell from noise ({picked}){gap}")
+        return tr("setup.rise_noise", "{head}: within {spread} standard errors, a rise that the choice of validation "
+                  "samples alone could make, so this run shows no rise in validation loss after epoch {best} that its "
+                  "validation set can tell from noise ({picked})", picked=picked, **epochs)
     if train_loss[last] < train_loss[best]:
-        return (f"{head}: more than {spread:g}, while the training loss fell ({train_loss[best]:.3g} at epoch "
-                f"{best + 1}, {train_loss[last]:.3g} at the last): consistent with the start of overfitting, a gap "
-                f"that grows (Deep Learning, §5.2: https://www.deeplearningbook.org/contents/ml.html). This standard "
-                f"error counts only which samples were drawn for validation, not how another training run would "
-                f"bounce, and {picked}{gap}")
-    return (f"{head}: more than {spread:g}, but the training loss did not fall after epoch {best + 1}, so this is not "
-            f"the pattern of overfitting (training loss falling while validation loss rises){gap}")
+        return tr("setup.rise_overfit", "{head}: more than {spread}, while the training loss fell ({at_best} at epoch "
+                  "{best}, {at_last} at the last): consistent with the start of overfitting, a gap that grows (Deep "
+                  "Learning, §5.2: https://www.deeplearningbook.org/contents/ml.html). This standard error counts only "
+                  "which samples were drawn for validation, not how another training run would bounce, and {picked}",
+                  picked=picked, at_best=f"{train_loss[best]:.3g}", at_last=f"{train_loss[last]:.3g}", **epochs)
+    return tr("setup.rise_no_overfit", "{head}: more than {spread}, but the training loss did not fall after epoch {best}, "
+              "so this is not the pattern of overfitting (training loss falling while validation loss rises)", **epochs)
 
 
 def openmp_runtime() -> str | None:

@@ -6,10 +6,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..core.i18n import tr
 from ..core.plots import finish
 
-__all__ = ["plot_memory", "plot_step_times", "beyond_spread", "noise_said", "parts_how", "misses_said", "worst_miss", "within_said", "under_said",
-           "OVERLAP_SAID"]
+__all__ = ["plot_memory", "plot_step_times", "beyond_spread", "noise_said", "parts_how", "misses_said", "worst_miss",
+           "within_said", "under_said", "OVERLAP_SAID"]
 
 OVERLAP_SAID = ("overlap of communication with compute, which the sum leaves out, would, other things equal, make it"
                 " predict too much, not too little")   # 09's step-time prediction: a sum of parts, no overlap
@@ -49,7 +50,8 @@ def plot_memory(rows: list[dict], label: str = "") -> Figure | None:
             ax.text(x, bottom, f"N={n}", ha="center", va="bottom", fontsize=8)
     ax.plot([], [], " ", label=f"paler to darker: N = {', '.join(map(str, sizes))} (on each bar)")
     ax.set_xticks(range(len(strategies)), [NAMES.get(s, s) for s in strategies])
-    ax.set(ylabel="MB on the largest rank", title="parameters, gradients, optimizer state and gathered layers per rank\n(not activations; DDP's buckets are its gradients here)")
+    ax.set(ylabel="MB on the largest rank", title="parameters, gradients, optimizer state and gathered layers per rank"
+           "\n(not activations; DDP's buckets are its gradients here)")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.08)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -85,22 +87,29 @@ def beyond_spread(own: dict[str, tuple[float, float]]) -> str:
     """What a negative own cost beyond its spread says, or ``""`` (09).
 
     ``own``: strategy → (its step less the plain model's step in seconds, the spread of those two timings)."""
-    out = [f"{k} {v * 1e3:+.2f} ms (spread ±{n * 1e3:.2f} ms)" for k, (v, n) in own.items() if v < 0 and -v >= n]
+    out = [tr("sharding.own_spread", "{name} {ms} ms (spread ±{noise} ms)", name=k, ms=f"{v * 1e3:+.2f}",
+              noise=f"{n * 1e3:.2f}") for k, (v, n) in own.items() if v < 0 and -v >= n]
     if not out:
         return ""
     (d, dn), (z, zn) = own.get("ddp", (None, 0)), own.get("zero1", (None, 0))
     if d is not None and z is not None and -z >= zn and d - z > dn + zn:   # 09's read 24: the same wrapper, timed twice
-        return (", ".join(out) + f": below 0 by more than the spread; zero1 is the same DDP wrapper plus an optimizer"
-                f" step, yet took {(d - z) * 1e3:.2f} ms less than ddp: the spread over repeats understates the noise"
-                " between separately timed runs, and differences of that size are not told from noise here")
-    return (", ".join(out) + ": below 0 by more than the spread; either the spread over repeats understates the noise"
-            " between separately timed runs, or the wrapped step is faster; not told apart here")
+        return tr("sharding.beyond_spread_zero1", "{costs}: below 0 by more than the spread; zero1 is the same DDP"
+                  " wrapper plus an optimizer step, yet took {less} ms less than ddp: the spread over repeats"
+                  " understates the noise between separately timed runs, and differences of that size are not told"
+                  " from noise here",
+                  costs=", ".join(out), less=f"{(d - z) * 1e3:.2f}")
+    return tr("sharding.beyond_spread", "{costs}: below 0 by more than the spread; either the spread over repeats"
+              " understates the noise between separately timed runs, or the wrapped step is faster; not told apart"
+              " here", costs=", ".join(out))
 
 
 def noise_said(v: float, n: float) -> str:
     """A timed difference ``v`` seconds with spread ``n`` in words; plainly not told from 0 when ``|v| < n`` (09)."""
-    return (f"{v * 1e3:+.2f} ms, within the timing noise (±{n * 1e3:.2f} ms): not told apart from 0 here" if abs(v) < n
-            else f"{v * 1e3:+.2f} ms")
+    if abs(v) < n:   # "{ms} ms, {within}" is too short to match a whole line: only where a cell prints it as a field
+        return tr("sharding.noise_ms", "{ms} ms, {within}", ms=f"{v * 1e3:+.2f}", within=tr(
+            "sharding.noise_said", "within the timing noise (±{noise} ms): not told apart from 0 here",
+            noise=f"{n * 1e3:.2f}"))
+    return f"{v * 1e3:+.2f} ms"
 
 
 def parts_how(w: dict) -> dict[str, str]:
@@ -109,14 +118,15 @@ def parts_how(w: dict) -> dict[str, str]:
     ``w["compute"]`` holds the plain model's times on the row's N ranks: a part modelled as a timing ÷ N prints
     that timing, so the printed figure ÷ N is the printed part."""
     n, c, s = w["world_size"], w["compute"], w["strategy"]
-    return {"own": "modelled: one process's, carried over",
-            "plain rest": "timed on these ranks, negative counted as 0",
-            "compute": (f"modelled: the whole batch's forward and backward timed on these {n} ranks,"
-                        f" {c['fb_full_s'] * 1e3:.2f} ms, ÷ {n}") if s == "tp"
-                       else f"timed on these {n} ranks, the rank's share of the batch",
-            "adam": (f"timed on these {n} ranks, the whole model's Adam" if s == "ddp"
-                     else f"modelled: the whole model's Adam timed on these {n} ranks, {c['adam_s'] * 1e3:.2f} ms, ÷ {n}"),
-            "comm": "modelled: Σ α + bytes a rank sends × β, fitted below"}
+    return {"own": tr("sharding.how_own", "modelled: one process's, carried over"),
+            "plain rest": tr("sharding.how_plain_rest", "timed on these ranks, negative counted as 0"),
+            "compute": tr("sharding.how_compute_tp", "modelled: the whole batch's forward and backward timed on"
+                          " these {n} ranks, {ms} ms, ÷ {n}", n=n, ms=f"{c['fb_full_s'] * 1e3:.2f}") if s == "tp"
+            else tr("sharding.how_compute", "timed on these {n} ranks, the rank's share of the batch", n=n),
+            "adam": tr("sharding.how_adam_ddp", "timed on these {n} ranks, the whole model's Adam", n=n) if s == "ddp"
+            else tr("sharding.how_adam", "modelled: the whole model's Adam timed on these {n} ranks, {ms} ms, ÷ {n}",
+                    n=n, ms=f"{c['adam_s'] * 1e3:.2f}"),
+            "comm": tr("sharding.how_comm", "modelled: Σ α + bytes a rank sends × β, fitted below")}
 
 
 def misses_said(timed: list[dict]) -> str:
@@ -125,10 +135,10 @@ def misses_said(timed: list[dict]) -> str:
     off = [(r["predicted_step_s"] - r["step_s"], r) for r in timed]
     under = sum(m < 0 and -m > r["step_spread_s"] for m, r in off)
     over = sum(m > 0 and m > r["step_spread_s"] for m, r in off)
-    return ("predicted vs measured step, this run: "
-            + ", ".join(f"{r['strategy']} N={r['world_size']} {m / r['step_s']:+.1%}" for m, r in off)
-            + f": {under} of {len(off)} under the measured step by more than its spread over its repeats, {over} over,"
-            f" {len(off) - under - over} within it")
+    return tr("sharding.misses_said", "predicted vs measured step, this run: {rows}: {under} of {total} under the"
+              " measured step by more than its spread over its repeats, {over} over, {within} within it",
+              rows=", ".join(f"{r['strategy']} N={r['world_size']} {m / r['step_s']:+.1%}" for m, r in off),
+              under=under, total=len(off), over=over, within=len(off) - under - over)
 
 
 def _beyond(r: dict) -> bool:
@@ -145,9 +155,13 @@ def within_said(timed: list[dict]) -> str:
     """The rows whose miss is no larger than the step's spread, said as not told from noise; "" if none (09)."""
     rows = [r for r in timed if not _beyond(r)]
     names = ", ".join(f"{r['strategy']} N={r['world_size']}" for r in rows)
-    return (f"within the step's spread over its repeats: {names};"
-            f" for {'these' if len(rows) > 1 else 'this one'} this run cannot separate the model's error from timing noise"
-            if rows else "")
+    if not rows:
+        return ""
+    if len(rows) > 1:
+        return tr("sharding.within_said_these", "within the step's spread over its repeats: {names}; for these this run"
+                  " cannot separate the model's error from timing noise", names=names)
+    return tr("sharding.within_said_one", "within the step's spread over its repeats: {names}; for this one this run"
+              " cannot separate the model's error from timing noise", names=names)
 
 
 def under_said(timed: list[dict], cores: int) -> str:
@@ -156,7 +170,8 @@ def under_said(timed: list[dict], cores: int) -> str:
     out = [r for r in timed if _beyond(r)]
     if not out or any(r["predicted_step_s"] > r["step_s"] for r in out):
         return ""
-    return (f"every miss beyond its spread in this run is under ({len(out)} of {len(timed)}): leaving out overlap would,"
-            f" other things equal, predict too much, so something else outweighs it here; candidates, none measured"
-            f" apart: each wrapper's own cost carried over from one process, gloo's threads sharing {cores} cores with"
-            f" the ranks, collectives timed alone")
+    return tr("sharding.under_said", "every miss beyond its spread in this run is under ({under} of {total}): leaving"
+              " out overlap would, other things equal, predict too much, so something else outweighs it here;"
+              " candidates, none measured apart: each wrapper's own cost carried over from one process, gloo's threads"
+              " sharing {cores} cores with the ranks, collectives timed alone", under=len(out), total=len(timed),
+              cores=cores)

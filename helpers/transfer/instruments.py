@@ -11,11 +11,39 @@ from torch.utils.data import DataLoader
 
 from ..core.data import tensors
 from ..core.device import model_device
+from ..core.i18n import tr
 from ..core.models import DigitsCNN, count_parameters
 from ..core.train import evaluate, train
 from .recipe import MODES, TARGET, Augmented, augmentations, make_target_model, subset
 
-__all__ = ["compare_strategies", "binomial_se", "compare_to", "correctness_correlation", "correlation_note", "compare_step_times", "recorded_convolutions", "convolution_gradients", "augmentation_grid", "transform_cost", "augmentation_effect", "flipped_accuracy_per_class"]
+__all__ = ["mode_name", "augmentation_name", "said", "compare_strategies", "binomial_se", "compare_to", "correctness_correlation", "correlation_note", "compare_step_times", "recorded_convolutions", "convolution_gradients", "augmentation_grid", "transform_cost", "augmentation_effect", "flipped_accuracy_per_class"]
+
+
+def mode_name(mode: str) -> str:
+    """The strategy ``mode`` (a key of ``MODES``) as a sentence names it, in the course's language (07)."""
+    return {"scratch": tr("transfer.mode.scratch", "from scratch"),
+            "head_only": tr("transfer.mode.head_only", "freeze all but the classifier"),
+            "frozen": tr("transfer.mode.frozen", "freeze the convolutions, new head"),
+            "finetune": tr("transfer.mode.finetune", "fine-tune the last conv layer + new head")}[mode]
+
+
+def augmentation_name(name: str) -> str:
+    """An augmentation of :func:`augmentations` (its key) as a sentence names it, in the course's language ("none":
+    "no augmentation") (07)."""
+    return {"none": tr("transfer.aug.none", "no augmentation"), "rotate ±15°": tr("transfer.aug.rotate", "rotate ±15°"),
+            "shift ±1 px": tr("transfer.aug.shift", "shift ±1 px"),
+            "random crop (pad 1)": tr("transfer.aug.crop", "random crop (pad 1)"),
+            "resized crop": tr("transfer.aug.resized", "resized crop"),
+            "horizontal flip": tr("transfer.aug.hflip", "horizontal flip"),
+            "vertical flip": tr("transfer.aug.vflip", "vertical flip")}[name]
+
+
+def said(verdict: str) -> str:
+    """A verdict of :func:`compare_to` or :func:`compare_step_times` as a sentence says it, in the course's
+    language: "beats", "trails", "is within noise of", "shorter", "longer" (07)."""
+    return {"beats": tr("transfer.beats", "beats"), "trails": tr("transfer.trails", "trails"),
+            "within noise": tr("transfer.within_noise", "is within noise of"),
+            "shorter": tr("transfer.shorter", "shorter"), "longer": tr("transfer.longer", "longer")}[verdict]
 
 
 def compare_strategies(pretrained: nn.Module, shots: Sequence[int] = (5, 10, 50), steps: int = 150,
@@ -96,14 +124,16 @@ def correlation_note(corr: dict) -> str:
     seed-to-seed part is not in the rule, whatever their sign.
     """
     pos = [c for c in corr.values() if c > 0]
-    seeds = "the seed-to-seed part is not in it (per-seed accuracies above)"
+    seeds = tr("transfer.seeds_part", "the seed-to-seed part is not in it (per-seed accuracies above)")
     if corr and len(pos) == len(corr):
-        return (f"r: the correlation of the two models' per-image correctness (each averaged over the seeds), positive in "
-                f"all {len(corr)} comparisons:\nthe models tend to miss the same images, so the rule overstated the "
-                f"test-set part of the noise; {seeds}.")
-    return (f"r: the correlation of the two models' per-image correctness (each averaged over the seeds), positive in "
-            f"{len(pos)} of {len(corr)} comparisons:\nwhere it is not, the rule need not overstate the test-set part "
-            f"of the noise; {seeds}.")
+        return (tr("transfer.r_all", "r: the correlation of the two models' per-image correctness (each averaged over "
+                   "the seeds), positive in all {n} comparisons:", n=len(corr)) + "\n"
+                + tr("transfer.r_all_means", "the models tend to miss the same images, so the rule overstated the "
+                     "test-set part of the noise; {seeds}.", seeds=seeds))
+    return (tr("transfer.r_some", "r: the correlation of the two models' per-image correctness (each averaged over "
+               "the seeds), positive in {pos} of {n} comparisons:", pos=len(pos), n=len(corr)) + "\n"
+            + tr("transfer.r_some_means", "where it is not, the rule need not overstate the test-set part of the "
+                 "noise; {seeds}.", seeds=seeds))
 
 
 def convolution_gradients(model: nn.Module, x: torch.Tensor) -> list[dict]:

@@ -110,9 +110,12 @@ def rung_decisions(curves: list[list[float]], rungs: list[int], reduction_factor
 def asha_work(epoch_share: float, time_share: float, speed: float, margin: float = 0.05) -> tuple[str, str]:
     """ASHA's epochs and trainable time as shares of the full run's: what it did and saved (04); the clause on
     ``speed`` (its time over the full run's on the same epochs) only when that is off 1 by more than ``margin``."""
-    did = (f"so ASHA spent {epoch_share:.0%} of the epochs and {time_share:.0%} of the time inside the trainables: that is "
-           f"the work it did; it saved the rest ({1 - epoch_share:.0%} and {1 - time_share:.0%} here), measured")
-    why = f" (why the same epochs took {speed:.2f} times as long, more than {margin:.0%} off 1, is not separated by this run)"
+    did = tr("tuning.asha_did", "so ASHA spent {epochs} of the epochs and {time} of the time inside the trainables: "
+             "that is the work it did; it saved the rest ({epochs_rest} and {time_rest} here), measured",
+             epochs=f"{epoch_share:.0%}", time=f"{time_share:.0%}", epochs_rest=f"{1 - epoch_share:.0%}",
+             time_rest=f"{1 - time_share:.0%}")
+    why = tr("tuning.asha_why", " (why the same epochs took {speed} times as long, more than {margin} off 1, is not "
+             "separated by this run)", speed=f"{speed:.2f}", margin=f"{margin:.0%}")
     return did, why if abs(speed - 1) > margin else ""
 
 

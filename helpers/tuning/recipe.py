@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 
 from ..core.data import make_loaders
+from ..core.i18n import tr
 from ..core.models import DigitsCNN
 from ..core.train import evaluate, train, train_one_epoch
 from ..launching.ray_cluster import _environ, keep_stop_handlers
@@ -39,16 +40,18 @@ def search_space(lr: tuple[float, float] = (1e-4, 3e-2), hidden: Sequence[int] =
     from ray import tune
 
     if not isinstance(lr, (tuple, list)) or len(lr) != 2:
-        raise ValueError(f"lr must be the two bounds of a log-uniform range, (low, high) such as (1e-4, 3e-2); "
-                         f"got {lr!r}")
+        raise ValueError(tr("tuning.lr_pair", "lr must be the two bounds of a log-uniform range, (low, high) such as "
+                            "(1e-4, 3e-2); got {lr}", lr=repr(lr)))
     lo, hi = lr
     if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and 0 < lo < hi < math.inf):
-        raise ValueError(f"learning-rate bounds must satisfy 0 < low < high for a log-uniform search, got {lr}")
+        raise ValueError(tr("tuning.lr_bounds", "learning-rate bounds must satisfy 0 < low < high for a log-uniform "
+                            "search, got {lr}", lr=str(lr)))
     for name, choices in (("hidden", hidden), ("batch_size", batch_size)):
         if len(choices) == 0:
-            raise ValueError(f"{name} needs at least one choice, got an empty list")
+            raise ValueError(tr("tuning.no_choice", "{name} needs at least one choice, got an empty list", name=name))
         if any(not isinstance(c, int) or c < 1 for c in choices):
-            raise ValueError(f"{name} choices must be positive ints, got {list(choices)}")
+            raise ValueError(tr("tuning.bad_choice", "{name} choices must be positive ints, got {got}", name=name,
+                                got=str(list(choices))))
     return {"lr": tune.loguniform(lo, hi), "hidden": tune.choice(list(hidden)),
             "batch_size": tune.choice(list(batch_size))}
 
