@@ -167,8 +167,8 @@ def _pattern(english: str, lines: bool = False) -> tuple[re.Pattern, dict[str, s
     after words holds no copy of them (so a match starts at the last copy: "off by 4e-04, ... off by 5e-03 (off by:
     ..." matches from the second "off by"); after punctuation alone (", ") it may (a module's repr holds ", "). A
     field stays within its line unless ``lines``. A literal without fields and of fewer than :data:`ANCHOR_WORDS`
-    words matches only where it starts or ends a line or touches a literal already said again: "more than" alone
-    would be found in a helper's sentence too."""
+    words matches only where it starts or ends a line (one word: starts) or touches a literal already said again:
+    "more than" alone would be found in a helper's sentence too, "over" at the end of "carried over"."""
     groups, out, plain, before = {}, [], [], ""
     for text, field in _inner(_parts(english)):
         if field is None:
@@ -192,8 +192,9 @@ def _pattern(english: str, lines: bool = False) -> tuple[re.Pattern, dict[str, s
     body = (r"(?<![A-Za-z0-9_])" * (inner[0][1] is None and inner[0][0][:1].isalnum()) + "".join(out)
             + r"(?![A-Za-z0-9_])" * (inner[-1][1] is None and inner[-1][0][-1:].isalnum()))
     if own_words(english) < ANCHOR_WORDS and len(_parts(english)) == 1:   # anchored (see above)
-        ends = r"(?:$|\n|\x00| \x00)"
-        body = rf"(?:(?<=^)|(?<=\n)|(?<=\x00)|(?<=\x00 )|(?={''.join(plain)}{ends})){body}"
+        word = "".join(plain)   # one word: not at a line's end ("over" in "carried over")
+        ends = r"(?:\x00| \x00)" if own_words(english) < 2 else r"(?:$|\n|\x00| \x00)"
+        body = rf"(?:(?<=^)|(?<=\n)|(?<=\x00)|(?<=\x00 )|(?={word}{ends})){body}"
     return re.compile(body), groups
 
 
@@ -201,6 +202,9 @@ def _field_said(value: str, field_said) -> str:
     """A printed field's text said again by ``field_said`` (a helpers message), left/right padding to its width kept."""
     if "\n" in value:   # a field that printed lines (a helper's paragraph): each line said on its own
         return "\n".join(_field_said(line, field_said) for line in value.split("\n"))
+    said = field_said(value) if value.strip(" ") else value   # a message with its own spaces (" (why ...)")
+    if said != value:
+        return said
     core = value.strip(" ")
     said = field_said(core) if core else core
     if said == core:
@@ -231,12 +235,11 @@ def say_again(text: str, strings: dict[str, str], field_said=None) -> str:
         translated = _inner(_parts(strings[english]))
 
         def fill(m: re.Match, translated=translated, groups=groups, edge=False) -> str:
-            said = "".join(t if f is None else _field_said(m.group(groups[f]), field_said) if field_said and "(" in f
-                           else m.group(groups[f]) for t, f in translated)   # a label: what a call returned
+            said = "".join(t if f is None else _field_said(m.group(groups[f]), field_said) if field_said
+                           else m.group(groups[f]) for t, f in translated)
             if edge:   # edge fields (labels) that start or end a line said again, or the match left as it was
                 printed = [m.groupdict().get(g) or "" for g in ("start", "end")]
-                start, end = (_field_said(v, field_said) if "(" in (f or "") else v
-                              for v, f in zip(printed, (parts[0][1], parts[-1][1])))
+                start, end = (_field_said(v, field_said) for v in printed)
                 if [start, end] == printed:
                     return m.group(0)
                 said = start + said + end

@@ -22,7 +22,8 @@ from i18n.stubs import exercise_sha
 INDENT = "   "   # helpers.core.answers.wrap's continuation lines
 CHECK_MARKS = "✅❌⏳"   # the first character of what helpers.core.checks.check prints
 MIN_LITERAL = 12   # a template with fewer characters of its own would match lines it never printed
-COMMON_WORDS = {"none", "all", "yes", "no", "true", "false", "same", "equal"}   # a cell's field printing one: its own
+COMMON_WORDS = {"none", "all", "yes", "no", "true", "false", "same", "equal", "first", "last", "library", "ideal",
+                "bound", "padding", "drop_last", "pieces", "ran", "more", "less", "dealing"}   # a cell's field: its own
 WEAK_LITERAL = 20   # below this, a match must show it is the message: a field said again too, or fields of numbers
 
 
@@ -106,7 +107,7 @@ def say_again(text: str, lang: str = "ko", field: bool = False, strict: bool = F
             found = [m]
         said = [({n: say_again(v, lang, field=True) for n, v in m.groupdict().items()}, m) for m in found]
         values, m = min(said, key=lambda vm: len(re.findall("[A-Za-z]", _fill(translated, vm[0]))))   # least English
-        if literal < WEAK_LITERAL and not _evident(values, m.groupdict()):
+        if literal < WEAK_LITERAL and (strict or not field) and not _evident(values, m.groupdict()):
             continue   # "{share} of the batch" on any line ending so; "{first} and {last}" in any cell's field
         rest = text[m.end():]
         return _fill(translated, values) + (" " + texts[rest[1:]] if rest else "")

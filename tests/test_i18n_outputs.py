@@ -76,6 +76,7 @@ def test_tables_exception_names_and_cell_fields_are_said_with_care():
     assert say_again("ValueError: " + line) == "ValueError: " + korean.format(name="hidden")   # print("ValueError:", e)
     # a field of a cell's literal (any text) is said only by a template with text of its own, not "{a} and {b}"
     assert say_again("forward and backward", field=True, strict=True) == "forward and backward"
+    assert say_again("last", field=True, strict=True) == "last"   # scope="last": an API value, not the label "last"
     cell = {"cell_type": "code", "outputs": [{"output_type": "stream", "name": "stdout",
                                                "text": "header\n   row one\n" + line + "\n"}]}
     out = localize_outputs(cell)["outputs"][0]["text"]   # "   row one" is a table row, not a wrapped message
