@@ -28,7 +28,7 @@ import tokenize
 ANCHOR_WORDS = 4   # a literal of fewer words is said again only where it is anchored (see _pattern)
 WORD = re.compile(r"[A-Za-z]{2,}")
 NUMBER_SPEC = re.compile(r":[^:{}'\"]*[eEfFgG%d,]$")   # a field printed as a number: {a:.3f}, {n:>9,}, {s:g}
-NUMBER = r"(?: *[-+]?(?:\d[\d,_]*(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?%?|nan|[-+]?inf) *"
+NUMBER = r" *(?:[-+]?(?:\d[\d,_]*(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?%?|nan|[-+]?inf)"   # padded on its left
 
 
 def _said(node: ast.AST):

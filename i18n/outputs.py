@@ -91,13 +91,15 @@ def _evident(said: dict[str, str], printed: dict[str, str]) -> bool:
 def say_again(text: str, lang: str = "ko", field: bool = False, strict: bool = False) -> str:
     """``text`` (one printed line, or a ``field`` of one) in ``lang`` where it is a message of ``helpers``; else as
     is. A whole line is matched only by templates with at least ``MIN_LITERAL`` characters of their own ("  rank
-    {rank}: {where}" would match lines it never printed); a field, already cut out by its message, by any; a whole
+    {rank}: {where}" would match lines it never printed), or by a template without fields of two words or more that is
+    the whole line ("in short:"); a field, already cut out by its message, by any; a whole
     line or a ``strict`` field (a cell's, any text) by one with under ``WEAK_LITERAL`` only where it is evident."""
     messages, texts = _table(lang, str(T.ROOT))
     if text in texts:
         return texts[text]
     for literal, patterns, translated in messages:
-        if literal < MIN_LITERAL and not field or strict and text.lower() in COMMON_WORDS:
+        if (literal < MIN_LITERAL and not field and (patterns[0].groupindex or len(text.split()) < 2)   # "in short:"
+                or strict and text.lower() in COMMON_WORDS):
             continue
         found = [m for m in (p.fullmatch(text) for p in patterns) if m]
         if not found:   # a message followed by more (a check's result, then the exercise's why)
@@ -107,7 +109,8 @@ def say_again(text: str, lang: str = "ko", field: bool = False, strict: bool = F
             found = [m]
         said = [({n: say_again(v, lang, field=True) for n, v in m.groupdict().items()}, m) for m in found]
         values, m = min(said, key=lambda vm: len(re.findall("[A-Za-z]", _fill(translated, vm[0]))))   # least English
-        if literal < WEAK_LITERAL and (strict or not field) and not _evident(values, m.groupdict()):
+        if (literal < WEAK_LITERAL and (strict or not field) and not _evident(values, m.groupdict())
+                and not re.match(r" *[A-Za-z]{6,} ", patterns[0].pattern.replace("\\ ", " "))):   # "    plugins {…}"
             continue   # "{share} of the batch" on any line ending so; "{first} and {last}" in any cell's field
         rest = text[m.end():]
         return _fill(translated, values) + (" " + texts[rest[1:]] if rest else "")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..core.i18n import tr
 
-__all__ = ["ring_rank_lines", "falling_time_lines", "sweep_summary"]
+__all__ = ["ring_rank_lines", "falling_time_lines", "sweep_summary", "ratios_at"]
 
 
 def _size(x: float) -> str:
@@ -33,7 +33,23 @@ def ring_rank_lines(diffs: dict) -> list[str]:
                     "chunks should not give", ring=f"{ring:.1e}"))
     return lines
 
+def ratios_at(pairs: list[tuple[str, int]]) -> str:
+    """"×1.00 at 1 KiB, ×1.28 at 4 KiB": each ``(ratio, bytes)`` (the ratio without its "×") a message, the list
+    grown on its right (08)."""
+    said = ""
+    for ratio, size in reversed(pairs):
+        said = (tr("collectives.ratio_at_more", "×{ratio} at {size}, {rest}", ratio=ratio, size=_size(size), rest=said)
+                if said else tr("collectives.ratio_at", "×{ratio} at {size}", ratio=ratio, size=_size(size)))
+    return said
+
+
 SERIES = {"library_s": "all_reduce", "ring_s": "ring", "step_s": "one step"}
+
+
+def _series(name: str) -> str:
+    """A series' name said in the course's language ("all_reduce", the API's name, stays)."""
+    return (tr("collectives.series_ring", "ring") if name == "ring" else
+            tr("collectives.series_one_step", "one step") if name == "one step" else name)
 
 
 def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
@@ -51,10 +67,15 @@ def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
         return []
     spread = {(key, lo["bytes"]): lo[key[:-2] + "_worst"] / lo[key] for key, _, lo, _ in drops
               if key[:-2] + "_worst" in lo}
+    # the falls stay one English text: an item ending in a field would be read across the "; " (i18n/outputs.py)
     said = "; ".join(f"{name} {lo[key] * 1e3:.2f} ms at {_size(lo['bytes'])} → {hi[key] * 1e3:.2f} ms at "
                      f"{_size(hi['bytes'])}" + (f", its slowest repeat ×{spread[key, lo['bytes']]:.1f} the best"
                         if (key, lo["bytes"]) in spread else "") for key, name, lo, hi in drops)
-    where = " and ".join(f"the {name} at {_size(lo['bytes'])}" for _, name, lo, _ in drops)
+    where = ""   # "the all_reduce at 16 KiB and the ring at 16 KiB"
+    for _, name, lo, _ in reversed(drops):
+        where = (tr("collectives.fell_where_more", "the {name} at {size} and {rest}", name=_series(name),
+                    size=_size(lo["bytes"]), rest=where) if where else
+                 tr("collectives.fell_where", "the {name} at {size}", name=_series(name), size=_size(lo["bytes"])))
     return [tr("collectives.time_falls", "a time falls by more than {margin} from one size to the next ({said}; "
                "smaller falls, in the table above, are not listed), which the α–β model, with β > 0, cannot give; each "
                "time is the best of repeats taken in a fresh order, so every repeat of {where} was slow, not one "
@@ -120,8 +141,8 @@ def sweep_summary(sweep: dict) -> list[str]:
                         "some of them", alpha=f"{sweep['alpha_s'] * 1e6:.0f}",
                         fastest=f"{fastest['library_s'] * 1e3:.2f}", size=size(fastest['bytes'])))
     lines.append(tr("collectives.timed_over_line", "timed all_reduce / fitted line: {ratios}",
-                    ratios=", ".join(f"×{r['library_s'] / r['library_model_s']:.2f} at {size(r['bytes'])}"
-                                     for r in sorted(sweep["sizes"], key=lambda r: r["bytes"]))))
+                    ratios=ratios_at([(f"{r['library_s'] / r['library_model_s']:.2f}", r["bytes"])
+                                      for r in sorted(sweep["sizes"], key=lambda r: r["bytes"])])))
     busbw = [f"{r['library_busbw_gbs']:.2f}" for r in sweep["sizes"][-3:]]
     lines.append(tr("collectives.busbw_at", "bus bandwidth at {sizes}: {busbw} GB/s",
                     sizes=", ".join(size(r['bytes']) for r in sweep['sizes'][-3:]), busbw=", ".join(busbw)))

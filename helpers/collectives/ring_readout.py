@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..core.i18n import tr
-from .readout import _size, falling_time_lines
+from .readout import _size, falling_time_lines, ratios_at
 
 __all__ = ["ring_prediction_lines"]
 
@@ -37,6 +37,19 @@ def _times(v: float, margin: float = 0.15) -> str:
 def _names(rows: list[dict]) -> str:
     """The rows' sizes, "1 KiB, 4 KiB" (never none: where none fits, the takeaway says so in its own message)."""
     return ", ".join(_size(r["bytes"]) for r in rows) or "no size"
+
+
+def _luck_items(luck: list[dict], margin: float) -> str:
+    """Where the prediction holds by two misses cancelling: each size's ring/parts and step/line, each its own
+    message, the list grown on its right."""
+    said = ""
+    for r in reversed(luck):
+        f = dict(parts=_times(r['ring_s'] / r['ring_parts_s'], margin), step=_times(r['step_s'] / r['step_model_s'], margin))
+        said = (tr("collectives.luck_item_more", "{parts} its measured parts while its measured step is {step} the step "
+                   "line, {rest}", rest=said, **f) if said else
+                tr("collectives.luck_item", "{parts} its measured parts while its measured step is {step} the step line",
+                   **f))
+    return said
 
 
 def _table(rows: list[dict], has_step: bool, parts: bool, margin: float) -> list[str]:
@@ -144,9 +157,7 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     if luck:   # the prediction met by two misses that cancel, not by the model holding
         said.append(tr("collectives.ring_luck", "  At {sizes} that is two misses cancelling, not the model holding: "
                        "there the ring takes {items}.", sizes=_names(luck),
-                       items=", ".join(f"{_times(r['ring_s'] / r['ring_parts_s'], margin)} its measured parts while "
-                                       f"its measured step is {_times(r['step_s'] / r['step_model_s'], margin)} the "
-                                       "step line" for r in luck)))
+                       items=_luck_items(luck, margin)))
     if above:
         said.append(tr("collectives.ring_slower", "  It is slower at {sizes} ({ratios}).", sizes=_names(above),
                        ratios=ratio(above, 'ring_model_s')))
@@ -163,12 +174,12 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
                        "additions: none slower than predicted is within ±{margin} of its measured parts.", margin=pct))
     if below:
         said.append(tr("collectives.ring_faster", "  It is faster at {sizes}.", sizes=_names(below)))
-    lines = ["in short:"] + said + table
+    lines = [tr("collectives.in_short", "in short:")] + said + table
     if parts:
         miss = [r for r in rows if abs(r["step_s"] / r["step_model_s"] - 1) > margin and r not in near]   # near: said
         if miss:
             near_miss = [r for r in near if abs(r["step_s"] / r["step_model_s"] - 1) > margin]   # said above, missed
-            items = ", ".join(f"{_times(r['step_s'] / r['step_model_s'], margin)} at {_size(r['bytes'])}" for r in miss)
+            items = ratios_at([(_times(r['step_s'] / r['step_model_s'], margin)[1:], r['bytes']) for r in miss])
             lines.append(tr("collectives.step_line_miss_also", "the step line also (besides {near}, said above) misses "
                             "its own measured step by more than {margin} at {sizes}: {items} (measured/line); a "
                             "least-squares line on relative error weighs every size alike, so one odd time pulls it at "
@@ -194,8 +205,8 @@ def ring_prediction_lines(sweep: dict, margin: float = 0.15) -> list[str]:
                             "{sizes}: {items} (ring/parts): there its steps and additions cost less, on average, "
                             "inside the ring than timed alone, so the parts timed alone do not say what the ring's "
                             "steps cost at that size", sizes=_names(under),
-                            items=", ".join(f"×{r['ring_s'] / r['ring_parts_s']:.2f} at {_size(r['bytes'])}"
-                                            for r in under)))
+                            items=ratios_at([(f"{r['ring_s'] / r['ring_parts_s']:.2f}", r['bytes'])
+                                             for r in under])))
         alone = [r for r in rows if r["step_s"] > r["ring_s"]]
         if alone:   # one message per size would be misread where several are joined: this line stays one English text
             lines.append("  " + "; ".join(f"at {_size(r['bytes'])} one step timed alone ({r['step_s'] * 1e3:.2f} ms) "

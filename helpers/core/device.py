@@ -95,7 +95,7 @@ def gputil_answer() -> str:
         GPUtil.getGPUs()   # e.g. nvidia-smi present but no driver: its error line fails GPUtil's parsing
     except Exception as e:
         return f"raised {type(e).__name__} (the table counts that as no GPU)"
-    return f"{len(gputil_gpus())} GPU(s)"
+    return tr("device.gpu_count", "{n} GPU(s)", n=len(gputil_gpus()))
 
 
 def nvml_answer() -> str:
@@ -109,7 +109,7 @@ def nvml_answer() -> str:
     except pynvml.NVMLError as e:
         return type(e).__name__
     try:
-        return f"{pynvml.nvmlDeviceGetCount()} GPU(s)"
+        return tr("device.gpu_count", "{n} GPU(s)", n=pynvml.nvmlDeviceGetCount())
     except pynvml.NVMLError as e:
         return type(e).__name__
     finally:
@@ -184,7 +184,7 @@ def device_table(devices: list[DeviceInfo] | None = None) -> str:
     built = (tr("device.built_cuda", "built for CUDA {cuda}", cuda=torch.version.cuda) if torch.version.cuda
              else tr("device.built_no_cuda", "built without CUDA"))
     env = "" if visible is None else f", CUDA_VISIBLE_DEVICES={visible!r}"
-    said = f"NVML: {nvml_answer()}; GPUtil: {gputil_answer()}."
+    said = tr("device.probes", "NVML: {nvml}; GPUtil: {gputil}.", nvml=nvml_answer(), gputil=gputil_answer())
     if not any(d.kind in ("GPU", "MPS") for d in devices):
         lines.append(tr("device.cpu_only", "CPU only for torch: torch.cuda.is_available() is {available} (this torch "
                         "is {built}{env}); {said}", available=torch.cuda.is_available(), built=built, env=env, said=said))

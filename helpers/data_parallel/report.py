@@ -103,6 +103,9 @@ def amdahl_sentence(one_worker_seconds: dict, slower: bool, measured: float | No
     median is not set below the bound: the bound does not hold for that step.
     """
     share = one_worker_seconds["backward"] / (one_worker_seconds["forward"] + one_worker_seconds["backward"])
+    where = {"section 3's": tr("02.where_section3", "section 3's"),   # the notebook's two, said as messages
+             "the CPU simulation of section 3's": tr("02.where_cpu_sim", "the CPU simulation of section 3's")}.get(
+        where, where)
     cap = amdahl_cap(share)
     under = [r for r in (rounds or []) if r <= cap] if measured is not None and measured > cap else []
     above = measured is not None and measured > cap and not under  # every round above it, not the median alone

@@ -76,7 +76,8 @@ def verdict_rule(margin: float = MARGIN) -> str:
 
 def probe_rule(margin: float = MARGIN) -> str:
     """The rule the probe's verdicts follow, said once (02)."""
-    return tr("02.probe_rule", "The rule gives {rule}, so the median alone decides nothing", rule=verdict_rule(margin))
+    return tr("02.probe_rule", "The rule gives a verdict only when every round is more than {margin} beyond 1× on the "
+              "same side, so the median alone decides nothing", margin=f"{margin:.0%}")
 
 
 def probe_verdict(row: dict, margin: float = MARGIN, explain: bool = True) -> str:

@@ -21,8 +21,8 @@ from .recipe import four_steps_gpu
 from .instruments import LABELS, four_steps_cpu, run_threads_one_intraop
 from .timing import timed, timing
 
-__all__ = ["time_four_steps", "thread_variants", "rounds_verdict", "MARGIN", "gil_probe", "gil_by_rounds", "amdahl_cap",
-           "parallel_apply_here"]
+__all__ = ["time_four_steps", "thread_variants", "rounds_verdict", "MARGIN", "gil_probe", "gil_by_rounds",
+           "gil_by_rounds_said", "amdahl_cap", "parallel_apply_here"]
 
 
 def time_four_steps(batch: int = 256, repeats: int = 20, cpu: bool = False) -> dict:
@@ -199,6 +199,24 @@ def gil_by_rounds(rows: list[dict], margin: float = MARGIN) -> dict:
     for r in rows:
         by[_side(r["ratios"], margin)].append(r["batch_per_thread"])
     return {k: v for k, v in by.items() if v}
+
+
+def gil_by_rounds_said(rows: list[dict], margin: float = MARGIN) -> str:
+    """:func:`gil_by_rounds` said: ``slower [1, 4]; no clear difference [16]``, each side a message ending in the
+    ones after it (02)."""
+    said = ""
+    for side, batches in reversed(gil_by_rounds(rows, margin).items()):
+        b = ", ".join(str(n) for n in batches)
+        if said:
+            said = (tr("02.gil_faster_more", "faster [{batches}]; {more}", batches=b, more=said) if side == "faster"
+                    else tr("02.gil_slower_more", "slower [{batches}]; {more}", batches=b, more=said)
+                    if side == "slower" else
+                    tr("02.gil_no_clear_more", "no clear difference [{batches}]; {more}", batches=b, more=said))
+        else:
+            said = (tr("02.gil_faster", "faster [{batches}]", batches=b) if side == "faster" else
+                    tr("02.gil_slower", "slower [{batches}]", batches=b) if side == "slower" else
+                    tr("02.gil_no_clear", "no clear difference [{batches}]", batches=b))
+    return said
 
 
 def amdahl_cap(serial_share: float, workers: int = 2) -> float:

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from ..core.i18n import tr
 from .relay import show
 
 
@@ -107,7 +108,8 @@ class _Run:
                    if r != first]
         if others:
             text += "\nAfter that (consequences, most likely):\n" + "\n".join(others)
-        return LaunchError(first, text, f"rank {first}: {cause}", exits=exits, errors=self.errors)
+        said = tr("launch.cause", "rank {rank}: {cause}", rank=first, cause=cause)
+        return LaunchError(first, text, said, exits=exits, errors=self.errors)
 
 
 def _how_it_ended(rank: int, code: int, started: bool) -> str:

@@ -196,8 +196,12 @@ def launch(fn: Callable, nprocs: int = 2, args: tuple = (), backend: str | None 
         raise TypeError(f"launch() needs a picklable function and args to reach the processes: {e}") from e
     cores = os.cpu_count() or 1
     if verbose:
-        print(f"launching {nprocs} process{'es' if nprocs > 1 else ''} (backend {backend}, "
-              f"{threads} thread{'s' if threads > 1 else ''} each)")
+        processes = (tr("launch.processes", "{n} processes", n=nprocs) if nprocs > 1 else
+                     tr("launch.process", "{n} process", n=nprocs))
+        each = (tr("launch.threads_each", "{n} threads each", n=threads) if threads > 1 else
+                tr("launch.thread_each", "{n} thread each", n=threads))
+        print(tr("launch.launching", "launching {processes} (backend {backend}, {each})", processes=processes,
+                 backend=backend, each=each))
     if nprocs * threads > 2 * cores:
         print(f"note: {nprocs} process(es) × {threads} thread(s) on {cores} core(s): each gets about "
               f"{cores / (nprocs * threads):.2g} of a core, so this will be slow; timeout={timeout:g} s may be too short",

@@ -33,7 +33,6 @@ def gpu_status() -> list[dict]:
 def gpu_status_line(step: int | None = None) -> str:
     """One line per GPU for printing inside a training loop, or a clean "no GPU" answer (06)."""
     rows = gpu_status()
-    prefix = f"step {step}: " if step is not None else ""
     if not rows and step is None:
         return tr("memory.no_gpu_to_watch", "no NVIDIA GPU to watch (GPUtil sees none, and NVML does not start: no NVIDIA "
                   "driver or NVML library)")
@@ -41,8 +40,11 @@ def gpu_status_line(step: int | None = None) -> str:
         return tr("memory.no_gpu_to_watch_at", "step {step}: no NVIDIA GPU to watch (GPUtil sees none, and NVML does not "
                   "start: no NVIDIA driver or NVML library)", step=step)
     gib = 1e9 / 2**30   # gpu_probe's rows are in GB (10**9 B); printed in GiB (2**30 B), as section 2 prints MiB
-    return "; ".join(f"{prefix}GPU {g['index']} {g['utilization_pct']:.0f}% GPU-Util, "
-                     f"{g['memory_used_gb'] * gib:.2f}/{g['memory_total_gb'] * gib:.1f} GiB used" for g in rows)
+    said = [dict(index=g["index"], util=f"{g['utilization_pct']:.0f}", used=f"{g['memory_used_gb'] * gib:.2f}",
+                 total=f"{g['memory_total_gb'] * gib:.1f}") for g in rows]
+    return "; ".join(tr("memory.gpu_line", "GPU {index} {util}% GPU-Util, {used}/{total} GiB used", **f) if step is None
+                     else tr("memory.gpu_line_at", "step {step}: GPU {index} {util}% GPU-Util, {used}/{total} GiB used",
+                             step=step, **f) for f in said)
 
 
 def cuda_memory_summary() -> str:

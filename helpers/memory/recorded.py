@@ -123,8 +123,9 @@ def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", f
     that prints this recording), the GPU ran the code shown: "same cell code on a GPU". Only the
     cell's own code is compared, not the helpers it calls (the recording does not keep them), so the
     label names the commit the recording ran, whose helpers it imported (``recorded_gpu_commit``).
-    ``details=True`` (the notebook's first recorded cell) puts before it, once, the run's full GPU
-    name, date, folder, and torch version against this run's.
+    ``details=True`` (the notebook's first recorded cell) puts before it, once, that there is no CUDA GPU
+    here, the run's full GPU name, date, folder, and torch version against this run's: one message, so the
+    Korean edition says the whole line again (a cell's words before it would leave it to shorter templates).
     """
     import json
 
@@ -149,9 +150,10 @@ def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", f
              tr("memory.rec_on_a", "Recorded on a {model} (torch {torch}, {helpers}; {which})", model=model, **said))
     if not details:
         return short
-    return tr("memory.rec_details", "This cell and the cells below that say \"Recorded on\" print what a recorded run "
-              "printed: {run}; its helpers are those of {helpers}. \"Same cell code on a GPU\": only the cell's lines "
-              "for a machine without one differ.", run=recorded_gpu_run(folder), helpers=helpers) + "\n" + short
+    return tr("memory.rec_details", "No CUDA GPU here. This cell and the cells below that say \"Recorded on\" print "
+              "what a recorded run printed: {run}; its helpers are those of {helpers}. \"Same cell code on a GPU\": only "
+              "the cell's lines for a machine without one differ.", run=recorded_gpu_run(folder),
+              helpers=helpers) + "\n" + short
 
 
 def recorded_gpu_output(cell_id: str, notebook: str = "06_oom_troubleshooting", folder: Path = RECORDED_GPU_RUN,

@@ -84,10 +84,10 @@ def summarize_read_back(back: dict) -> str:
     """A per-run table of what TensorBoard found (05)."""
     lines = []
     for name, r in back["runs"].items():
-        parts = [f"scalar tags: {len(r['scalars'])}", f"histogram tags: {len(r['histograms'])}",
-                 f"image tags: {len(r['images'])}", f"audio tags: {len(r['audio'])}", f"graph: {r['graph']}"]
-        lines.append(f"run {name!r}: " + ", ".join(parts))
-        lines.append(f"    plugins {', '.join(r['plugins'])}")
+        lines.append(tr("05.read_back_run", "run {name!r}: scalar tags: {scalars}, histogram tags: {histograms}, image tags: "
+                        "{images}, audio tags: {audio}, graph: {graph}", name=name, scalars=len(r["scalars"]),
+                        histograms=len(r["histograms"]), images=len(r["images"]), audio=len(r["audio"]), graph=r["graph"]))
+        lines.append(tr("05.read_back_plugins", "    plugins {plugins}", plugins=", ".join(r["plugins"])))
     for e in back["embeddings"]:
         lines.append(tr("05.read_back_embedding", "embedding {tag!r}: {points} points × {dims} dims, sprite {sprite}, "
                         "labels {labels}", tag=e["tag"], points=e["points"], dims=e["dims"], sprite=e["sprite"],

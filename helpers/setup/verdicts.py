@@ -65,7 +65,8 @@ def threads_verdict(runs: list[tuple[int, float]], default: int, outlier: float 
                   "parallel region waits for its slowest thread, which another program can keep off a CPU; this cost is "
                   "not measured here); other policies are not measured here", said=said, policy=wait_policy)
     if max(by[fast]) < min(by[slow]):
-        return fast, shown + "\n" + tr("setup.use_fast", "{said}: used for the training run below", said=said)
+        return fast, shown + "\n" + tr("setup.use_fast", "{said}: {fast} thread(s) used for the training run below",
+                                        said=said, fast=fast)
     return default, shown + "\n" + tr("setup.keep_default", "{said}: the training run below keeps the default, {keep} "
                                       "thread(s)", said=said, keep=default)
 

@@ -114,9 +114,9 @@ def asha_work(epoch_share: float, time_share: float, speed: float, margin: float
              "that is the work it did; it saved the rest ({epochs_rest} and {time_rest} here), measured",
              epochs=f"{epoch_share:.0%}", time=f"{time_share:.0%}", epochs_rest=f"{1 - epoch_share:.0%}",
              time_rest=f"{1 - time_share:.0%}")
-    why = tr("tuning.asha_why", " (why the same epochs took {speed} times as long, more than {margin} off 1, is not "
-             "separated by this run)", speed=f"{speed:.2f}", margin=f"{margin:.0%}")
-    return did, why if abs(speed - 1) > margin else ""
+    why = tr("tuning.asha_why", "(why the same epochs took {speed} times as long, more than {margin} off 1, is not "
+             "separated by this run)", speed=f"{speed:.2f}", margin=f"{margin:.0%}")   # said after a space (04)
+    return did, " " + why if abs(speed - 1) > margin else ""
 
 
 def startup_of(searcher: Any) -> int | None:
