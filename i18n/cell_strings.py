@@ -25,6 +25,8 @@ import io
 import re
 import tokenize
 
+from helpers.core.answers import columns   # a Korean letter takes two columns
+
 ANCHOR_WORDS = 4   # a literal of fewer words is said again only where it is anchored (see _pattern)
 WORD = re.compile(r"[A-Za-z]{2,}")
 NUMBER_SPEC = re.compile(r":[^:{}'\"]*[eEfFgG%d,]$")   # a field printed as a number: {a:.3f}, {n:>9,}, {s:g}
@@ -211,7 +213,8 @@ def _field_said(value: str, field_said) -> str:
         return value
     if value == core:   # printed without padding
         return said
-    return said.ljust(len(value)) if value.startswith(core) else said.rjust(len(value)) if value.endswith(core) else said
+    pad = " " * max(0, len(value) - columns(said))   # the columns as wide as printed: a Korean letter is two
+    return said + pad if value.startswith(core) else pad + said if value.endswith(core) else said
 
 
 def say_again(text: str, strings: dict[str, str], field_said=None) -> str:

@@ -19,6 +19,8 @@ from i18n import translations as T
 from i18n.messages import english_messages, load_catalogue, message_status
 from i18n.stubs import exercise_sha
 
+from helpers.core.answers import columns   # a Korean letter takes two columns
+
 INDENT = "   "   # helpers.core.answers.wrap's continuation lines
 CHECK_MARKS = "✅❌⏳"   # the first character of what helpers.core.checks.check prints
 MIN_LITERAL = 12   # a template with fewer characters of its own would match lines it never printed
@@ -94,9 +96,29 @@ def say_again(text: str, lang: str = "ko", field: bool = False, strict: bool = F
     {rank}: {where}" would match lines it never printed), or by a template without fields of two words or more that is
     the whole line ("in short:"); a field, already cut out by its message, by any; a whole
     line or a ``strict`` field (a cell's, any text) by one with under ``WEAK_LITERAL`` only where it is evident."""
-    messages, texts = _table(lang, str(T.ROOT))
+    texts = _table(lang, str(T.ROOT))[1]
     if text in texts:
         return texts[text]
+    if field and "; " in text:   # a field that lists messages, each one whole (no template read across a "; "); a
+        # part is not cut out by a message, so a short template must show it is the message ("{first} and {last}")
+        parts = [_by_template(part, lang, True, True) for part in text.split("; ")]
+        if None not in parts:
+            return "; ".join(parts)
+    said = _by_template(text, lang, field, strict)
+    if said is not None:
+        return said
+    if field and "; " in text:   # a field that lists some messages ("run 3 of 1 thread(s) (...); run 7 of ...")
+        return "; ".join(say_again(part, lang, field=True, strict=strict) for part in text.split("; "))
+    error = re.match(r"(\w+(?:Error|Exception): )(.+)", text, re.S)   # print("ValueError:", e): the course's message
+    if error and not field:
+        return error.group(1) + say_again(error.group(2), lang)
+    return text
+
+
+def _by_template(text: str, lang: str, field: bool, strict: bool) -> str | None:
+    """:func:`say_again`'s reading of ``text`` as one message of ``helpers`` (perhaps followed by an exercise's why),
+    or ``None``."""
+    messages, texts = _table(lang, str(T.ROOT))
     for literal, patterns, translated in messages:
         if (literal < MIN_LITERAL and not field and (patterns[0].groupindex or len(text.split()) < 2)   # "in short:"
                 or strict and text.lower() in COMMON_WORDS):
@@ -114,12 +136,7 @@ def say_again(text: str, lang: str = "ko", field: bool = False, strict: bool = F
             continue   # "{share} of the batch" on any line ending so; "{first} and {last}" in any cell's field
         rest = text[m.end():]
         return _fill(translated, values) + (" " + texts[rest[1:]] if rest else "")
-    if field and "; " in text:   # a field that lists messages ("run 3 of 1 thread(s) (...); run 7 of ...")
-        return "; ".join(say_again(part, lang, field=True, strict=strict) for part in text.split("; "))
-    error = re.match(r"(\w+(?:Error|Exception): )(.+)", text, re.S)   # print("ValueError:", e): the course's message
-    if error and not field:
-        return error.group(1) + say_again(error.group(2), lang)
-    return text
+    return None
 
 
 def _blocks(text: str) -> list[str]:
@@ -148,13 +165,42 @@ def _closed(lang: str, root: str) -> list[tuple[re.Pattern, str]]:
     return [(pattern, translated) for _, pattern, translated in sorted(found, key=lambda f: -f[0])]
 
 
+@functools.lru_cache(maxsize=None)
+def _counted(lang: str, root: str) -> list[tuple[re.Pattern, str]]:
+    """The messages that are a number and then at least ``MIN_LITERAL`` characters of their own ("{n} trials
+    finished"): found inside a line too where a number starts them (a table's cell), longest first."""
+    catalogue = load_catalogue(lang)
+    found = []
+    for key, english in english_messages().items():
+        pieces, entry = _pieces(english), catalogue["messages"].get(key)
+        if (message_status(key, english, entry, lang) == "ok" and len(pieces) == 2 and pieces[0][0] == ""
+                and pieces[0][1] is not None and pieces[1][1] is None and len(pieces[1][0]) >= MIN_LITERAL
+                and pieces[1][0][-1:].isalpha()):
+            pattern = (r"(?P<gap> *)(?<![\w.,])(?P<f_" + re.sub(r"\W", "_", pieces[0][1]) + r">\d[\d,]*(?:\.\d+)?)"
+                       + re.escape(pieces[1][0]) + r"(?![A-Za-z])")
+            found.append((len(pieces[1][0]), re.compile(pattern), entry[lang]))
+    return [(pattern, translated) for _, pattern, translated in sorted(found, key=lambda f: -f[0])]
+
+
+def _in_column(m: re.Match, said: str) -> str:
+    """``said`` in place of what ``m`` matched; where a column's gap (two spaces or more) precedes it, the gap widened
+    or narrowed so that the cell still ends where it did (a Korean letter takes two columns)."""
+    gap, printed = m.group("gap"), m.group(0)[len(m.group("gap")):]
+    if len(gap) >= 2:
+        gap = " " * max(1, len(gap) + columns(printed) - columns(said))
+    return gap + said
+
+
 def say_inside(text: str, lang: str = "ko") -> str:
-    """``text`` with each message of :func:`_closed` found inside it said again, its fields as printed."""
+    """``text`` with each message of :func:`_closed` and :func:`_counted` found inside it said again, its fields as
+    printed."""
     if not re.search(r"[A-Za-z]{3}", text):
         return text
     for pattern, translated in _closed(lang, str(T.ROOT)):
         text = pattern.sub(lambda m: _fill(translated, {n: say_again(v, lang, field=True)
                                                         for n, v in m.groupdict().items()}), text)
+    for pattern, translated in _counted(lang, str(T.ROOT)):
+        text = pattern.sub(lambda m: _in_column(m, _fill(translated, m.groupdict())), text)
     return text
 
 

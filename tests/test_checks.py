@@ -127,18 +127,18 @@ LONG = ("❌ 00.accuracy_no_grad: for an untrained DigitsCNN, batches of 64, you
         "a forward runs, and which context tells it not to? Batches go where the model is, so can the check.")
 
 
-def _columns(line):
+def columns(line):
     import unicodedata
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
 
 
 def test_long_messages_wrap_at_word_boundaries_within_88_columns():
     lines = wrap(LONG).split("\n")
-    assert len(lines) >= 3 and all(_columns(line) <= 88 for line in lines)
+    assert len(lines) >= 3 and all(columns(line) <= 88 for line in lines)
     assert [w for line in lines for w in line.split()] == LONG.split()    # no word cut, none lost
     assert all(line.startswith("   ") for line in lines[1:])               # continuation lines indented
     korean = "❌ 00.x: " + "여러분의 함수가 강의의 evaluate()를 호출합니다 " * 8
-    assert all(_columns(line) <= 88 for line in wrap(korean).split("\n"))  # Hangul takes two columns
+    assert all(columns(line) <= 88 for line in wrap(korean).split("\n"))  # Hangul takes two columns
     assert wrap("short") == "short" and wrap("a\nb") == "a\nb"
     word = "x" * 120
     assert wrap(f"start {word} end") == f"start\n   {word}\n   end"       # a word longer than a line stays whole
@@ -147,7 +147,7 @@ def test_long_messages_wrap_at_word_boundaries_within_88_columns():
 def test_check_prints_the_wrapped_message(capsys):
     check("00.batches_of_100", None)
     out = capsys.readouterr().out.rstrip("\n")
-    assert "\n" in out and all(_columns(line) <= 88 for line in out.split("\n"))
+    assert "\n" in out and all(columns(line) <= 88 for line in out.split("\n"))
     assert " ".join(out.split()) == " ".join(verify("00.batches_of_100", None)[1].split())
 
 

@@ -119,11 +119,11 @@ def test_a_join_element_is_said_and_labels_in_fields_are_said_again_in_place():
                'f"{name(m):<14} accuracy {acc:.3f}"': 'f"{name(m):<14} 정확도 {acc:.3f}"',
                'f"scope={scope}: best {acc:.3f}"': 'f"scope={scope}: 최고 {acc:.3f}"'}
     printed = ("  from scratch: 0.933 beats the baseline\n"   # inner fields: said again
-               "from scratch   accuracy 0.933\n"              # a field starting the line, padded to 14: padding kept
+               "from scratch   accuracy 0.933\n"              # a field starting the line, padded to 14 columns: kept
                "from scratchy  accuracy 0.5\n"                # no message: left as printed
                "scope=last: best 0.9\n")                      # no message: as printed
     assert C.say_again(printed, strings, said_label) == ("  처음부터 학습: 0.933, 앞섬(기준 대비)\n"
-                                                         "처음부터 학습        정확도 0.933\n"
+                                                         "처음부터 학습  정확도 0.933\n"   # a Korean letter: 2 columns
                                                          "from scratchy  정확도 0.5\n"
                                                          "scope=last: 최고 0.9\n")
     assert C.say_again(printed, strings) == C.say_again(printed, strings, lambda text: text)   # no labels: as printed

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import ROOT
 from helpers.core import checks
-from helpers.core.answers import wrap
+from helpers.core.answers import columns, wrap
 
 sys.path.insert(0, str(ROOT))  # i18n/ (the generator) is a folder of the course, not an installed package
 from i18n import messages, outputs  # noqa: E402
@@ -53,8 +53,8 @@ def test_a_self_check_result_with_its_why_and_a_wrapped_hint_come_back_in_korean
 
 def test_lines_that_are_no_message_of_helpers_stay_as_printed():
     for line in ("epoch 3: loss 0.1234", "   an indented table row", "rank 0 hit a bug on purpose", "",
-                 "  rank 0: node 0, local rank 0, computes on cpu"):   # the last: helpers/ddp/script.py's print,
-        assert outputs.say_again(line) == line                         # shaped like "  rank {rank}: {where}"
+                 "  RANK=0 GROUP_RANK=0 LOCAL_RANK=0 → cpu"):   # the last: helpers/ddp/script.py's print
+        assert outputs.say_again(line) == line
 
 
 def test_a_short_message_inside_a_longer_one_is_said_again_too():
@@ -81,3 +81,23 @@ def test_tables_exception_names_and_cell_fields_are_said_with_care():
                                                "text": "header\n   row one\n" + line + "\n"}]}
     out = localize_outputs(cell)["outputs"][0]["text"]   # "   row one" is a table row, not a wrapped message
     assert out == "header\n   row one\n" + korean.format(name="hidden") + "\n"
+
+
+def test_a_field_listing_messages_is_said_part_by_part_not_read_across_its_semicolons():
+    english, korean = messages.english_messages(), messages.load_catalogue("ko")["messages"]
+    one = english["collectives.fell_spread"].format(name="ring", t0="0.99", s0="16 KiB", t1="0.82", s1="64 KiB", x="6.0")
+    two = english["collectives.fell"].format(name="all_reduce", t0="0.63", s0="16 KiB", t1="0.53", s1="64 KiB")
+    said = outputs.say_again(f"{one}; {one.replace('ring', 'all_reduce')}; {two}", field=True)
+    assert said.split("; ")[1:] == [korean["collectives.fell_spread"]["ko"].format(   # not one fall read over three
+        name="all_reduce", t0="0.99", s0="16 KiB", t1="0.82", s1="64 KiB", x="6.0"),
+        korean["collectives.fell"]["ko"].format(name="all_reduce", t0="0.63", s0="16 KiB", t1="0.53", s1="64 KiB")]
+
+
+def test_a_counted_message_in_a_table_cell_is_said_again_and_keeps_its_column():
+    english, korean = messages.english_messages(), messages.load_catalogue("ko")["messages"]
+    cell = english["tuning.startup_optuna"].format(n=3)
+    row = f"   optuna {cell:>22} {0.974:>12.3f}"
+    said = outputs.say_inside(row)
+    assert korean["tuning.startup_optuna"]["ko"].format(n=3) in said
+    assert columns(said[:said.index(" 0.974")]) == row.index(" 0.974")   # a Korean letter takes two columns
+    assert outputs.say_inside("x3 trials finished") == "x3 trials finished"   # not a number: part of a word

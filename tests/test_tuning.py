@@ -157,9 +157,11 @@ def test_the_searcher_table_reads_each_start_up_from_the_searcher_object():
 
     algos = {"random": object(), "hyperopt": SimpleNamespace(algo=SimpleNamespace(keywords={"n_startup_jobs": 3})),
              "optuna": SimpleNamespace(_sampler=SimpleNamespace(_n_startup_trials=4))}
-    best = {"best_config": {"lr": 0.0105, "hidden": 64, "batch_size": 64}, "best_accuracy": 0.9781, "epochs": 24}
+    best = {"best_config": {"lr": 0.0105, "hidden": 64, "batch_size": 64}, "best_accuracy": 0.9781, "epochs": 24,
+            "trials": 6}
     lines = searcher_table({name: best for name in algos}, algos).splitlines()
     assert lines[0].split()[:3] == ["searcher", "random", "start-up"] and len(lines) == 4
-    assert lines[1].split()[:4] == ["random", "all", "trials", "0.978"]
+    assert lines[1].split()[:7] == ["random", "6", "trials,", "all", "of", "them", "0.978"]
+    assert len({len(line.split(" 0.978")[0]) for line in lines[1:]}) == 1   # the start-up column right-aligned
     assert "3 configs proposed" in lines[2] and "4 trials finished" in lines[3]
     assert lines[3].endswith("lr 1.05e-02, hidden 64, batch 64")

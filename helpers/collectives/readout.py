@@ -67,10 +67,13 @@ def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
         return []
     spread = {(key, lo["bytes"]): lo[key[:-2] + "_worst"] / lo[key] for key, _, lo, _ in drops
               if key[:-2] + "_worst" in lo}
-    # the falls stay one English text: an item ending in a field would be read across the "; " (i18n/outputs.py)
-    said = "; ".join(f"{name} {lo[key] * 1e3:.2f} ms at {_size(lo['bytes'])} → {hi[key] * 1e3:.2f} ms at "
-                     f"{_size(hi['bytes'])}" + (f", its slowest repeat ×{spread[key, lo['bytes']]:.1f} the best"
-                        if (key, lo["bytes"]) in spread else "") for key, name, lo, hi in drops)
+    falls = []   # "ring from 0.99 ms at 16 KiB to 0.82 ms at 64 KiB": each fall a message, joined by "; "
+    for key, name, lo, hi in drops:
+        fell = dict(name=_series(name), t0=f"{lo[key] * 1e3:.2f}", s0=_size(lo["bytes"]), t1=f"{hi[key] * 1e3:.2f}",
+                    s1=_size(hi["bytes"]))
+        falls.append(tr("collectives.fell_spread", "{name} from {t0} ms at {s0} to {t1} ms at {s1}, its slowest repeat "
+                        "×{x} the best", x=f"{spread[key, lo['bytes']]:.1f}", **fell) if (key, lo["bytes"]) in spread
+                     else tr("collectives.fell", "{name} from {t0} ms at {s0} to {t1} ms at {s1}", **fell))
     where = ""   # "the all_reduce at 16 KiB and the ring at 16 KiB"
     for _, name, lo, _ in reversed(drops):
         where = (tr("collectives.fell_where_more", "the {name} at {size} and {rest}", name=_series(name),
@@ -79,8 +82,8 @@ def falling_time_lines(sweep: dict, margin: float = 0.15) -> list[str]:
     return [tr("collectives.time_falls", "a time falls by more than {margin} from one size to the next ({said}; "
                "smaller falls, in the table above, are not listed), which the α–β model, with β > 0, cannot give; each "
                "time is the best of repeats taken in a fresh order, so every repeat of {where} was slow, not one "
-               "passing burst of load (the cause is not identified here)", margin=f"{margin:.0%}", said=said,
-               where=where)]
+               "passing burst of load (the cause is not identified here)", margin=f"{margin:.0%}",
+               said="; ".join(falls), where=where)]
 
 
 def _odd_small(t: dict, b: list, grow: list, small: tuple) -> str:

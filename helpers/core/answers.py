@@ -11,7 +11,7 @@ import textwrap
 import unicodedata
 from typing import Any
 
-__all__ = ["untouched_skeleton", "wrap"]
+__all__ = ["untouched_skeleton", "wrap", "columns"]
 
 _SKELETON_CALLS = frozenset({"max", "min", "len", "float", "int", "list", "dict", "tuple", "set"})
 
@@ -97,8 +97,9 @@ def is_skeleton(fn: Any, skeleton: str) -> bool:
     return len(mine) == 1 and len(defs) == 1 and ast.dump(mine[0]) == ast.dump(defs[0])
 
 
-def _columns(text: str) -> int:
-    """How many columns ``text`` takes in a monospaced output: wide characters (Hangul, emoji) take two."""
+def columns(text: str) -> int:
+    """How many columns ``text`` takes in a monospaced output, for wrapped messages and tables aligned in Korean
+    too: wide characters (Hangul, emoji) take two (all notebooks)."""
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
@@ -114,7 +115,7 @@ def wrap(message: str, width: int = 88, indent: str = "   ") -> str:
         line = ""
         for word in paragraph.split(" "):
             candidate = f"{line} {word}" if line else word
-            if line.strip() and _columns(candidate) > width:
+            if line.strip() and columns(candidate) > width:
                 lines.append(line)
                 line = indent + word
             else:

@@ -18,8 +18,8 @@ def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
     """One line per way to use two workers: median samples/s, and against its baseline two ways (02).
 
     The ratio of the two medians of samples/s, and the median of the round-by-round ratios (each
-    round against its baseline's same round); the two can differ. Said in English in every edition: its rows are
-    right-aligned labels, which Korean's double-width characters would misalign.
+    round against its baseline's same round); the two can differ. The rows' labels stay English in every edition:
+    they are right-aligned, which Korean's double-width characters would misalign; what follows them is a message.
 
     ``per_round[name]``: the ratios of ``runs[name]`` to ``runs[baselines[name]]`` round by round;
     a name without a baseline is one itself (one thread; one DDP process).
@@ -27,10 +27,12 @@ def throughput_lines(runs: dict, per_round: dict, baselines: dict) -> list[str]:
     lines, width = [], max(len(LABELS.get(n, n)) for n in runs)
     for name, v in runs.items():
         r, base = per_round.get(name), baselines.get(name)
-        how = (f"a baseline; rounds {min(v):.0f}–{max(v):.0f} samples/s" if base is None else
-               f"ratio of medians {statistics.median(v) / statistics.median(runs[base]):.2f}×; each round / that "
-               f"round's {LABELS.get(base, base)}: median of per-round ratios {statistics.median(r):.2f}×, "
-               f"rounds {min(r):.2f}–{max(r):.2f}×")
+        how = (tr("02.tp_baseline", "a baseline; rounds {lo}–{hi} samples/s", lo=f"{min(v):.0f}", hi=f"{max(v):.0f}")
+               if base is None else
+               tr("02.tp_ratio", "ratio of medians {ratio}×; each round / that round's {base}: median of per-round "
+                  "ratios {median}×, rounds {lo}–{hi}×", base=LABELS.get(base, base),
+                  ratio=f"{statistics.median(v) / statistics.median(runs[base]):.2f}",
+                  median=f"{statistics.median(r):.2f}", lo=f"{min(r):.2f}", hi=f"{max(r):.2f}"))
         lines.append(f"{LABELS.get(name, name):>{width}}: {statistics.median(v):8.0f} samples/s  ({how})")
     return lines
 

@@ -62,9 +62,8 @@ def _say_where(rank: int, world: int, backend: str, device: torch.device) -> Non
                  "{backend}; MASTER_ADDR={addr} (rank 0 speaking)", world=world, agents=agents, backend=backend,
                  addr=os.environ["MASTER_ADDR"]))
         for r, node, local, dev in where:
-            # English in every edition: tests/test_i18n_outputs.py keeps this line as its example of a line that
-            # is no message of helpers (and notebook 03's cell asserts "rank 1: node 1, local rank 0" in it)
-            print(f"  rank {r}: node {node}, local rank {local}, computes on {dev}")
+            # the variables torchrun set, in every edition: notebook 03's cell asserts "RANK=1 GROUP_RANK=1 LOCAL_RANK=0"
+            print(f"  RANK={r} GROUP_RANK={node} LOCAL_RANK={local} → {dev}")
 
 
 if __name__ == "__main__":

@@ -157,8 +157,8 @@ def ops_table(averages, sort_by: str = "self_cpu_time_total", rows: int = 8, sha
         row += f" {_ms(e.self_device_time_total):>10}" if gpu else f" {_kib(e.self_cpu_memory_usage):>13}"
         lines.append(row)
         if shapes:
-            text = ", ".join("×".join(map(str, s)) for s in e.input_shapes if s) or "none"
-            text = f"    input shapes (non-empty): {text}"
+            text = ", ".join("×".join(map(str, s)) for s in e.input_shapes if s) or tr("05.ops_no_shapes", "none")
+            text = tr("05.ops_shapes", "    input shapes (non-empty): {shapes}", shapes=text)
             lines.append(text if len(text) <= 107 else text[:106] + "…")
     units = tr("05.ops_units_cuda", "times in ms, summed over the calls") if gpu else \
         tr("05.ops_units_mem", "times in ms, memory in KiB net (negative: more freed), each summed over the calls")

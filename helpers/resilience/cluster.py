@@ -85,7 +85,7 @@ def check_torchrun_args(script: str) -> list[str]:
     args = words[words.index("torch.distributed.run") + 1:]
     parsed = get_args_parser().parse_args(args)
     return [f"nnodes={parsed.nnodes}", f"nproc_per_node={parsed.nproc_per_node}", f"max_restarts={parsed.max_restarts}",
-            f"rdzv_backend={parsed.rdzv_backend}", f"runs {'-m ' if parsed.module else ''}{parsed.training_script}"]
+            f"rdzv_backend={parsed.rdzv_backend}", f"module={parsed.module}", f"training_script={parsed.training_script}"]
 
 
 def check_shell(script: str, folder: Path) -> str:

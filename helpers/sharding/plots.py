@@ -10,13 +10,18 @@ from ..core.i18n import tr
 from ..core.plots import finish
 
 __all__ = ["plot_memory", "plot_step_times", "beyond_spread", "noise_said", "parts_how", "misses_said", "worst_miss",
-           "within_said", "under_said", "OVERLAP_SAID"]
+           "within_said", "under_said", "overlap_said"]
 
-OVERLAP_SAID = ("overlap of communication with compute, which the sum leaves out, would, other things equal, make it"
-                " predict too much, not too little")   # 09's step-time prediction: a sum of parts, no overlap
 
 PARTS = ("params", "grads", "optim", "gathered")
 NAMES = {"ddp": "DDP", "zero1": "ZeRO-1", "fsdp2": "FSDP2", "tp": "TP"}
+
+
+def overlap_said() -> str:
+    """What overlap would do to 09's step-time prediction, a sum of parts with no overlap, in the course's language
+    (09)."""
+    return tr("sharding.overlap_said", "overlap of communication with compute, which the sum leaves out, would, other "
+              "things equal, make it predict too much, not too little")
 
 
 def _first(seen: set, label: str) -> str | None:

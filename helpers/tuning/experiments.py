@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.answers import columns
+from ..core.i18n import tr
 from .instruments import startup_of, summarize
 from .recipe import STARTUP, _check_budget, build_tuner, fit, make_scheduler, make_searcher, search_space
 
@@ -53,12 +55,19 @@ def run_tuner(name: str, num_samples: int = 8, max_t: int = 9, scheduler: "str |
     grid = fit(tuner)
     out = summarize(grid, time.perf_counter() - t0)
     if out["interrupted"]:
-        print(f"Stopped before the end: {out['trials']} of {len(grid)} trials reported results "
-              f"({out['trials_without_result']} reported none); the summary covers those.")
+        print(tr("tuning.stopped_early", "Stopped before the end: {done} of {total} trials reported results ({none} "
+                 "reported none); the summary covers those.", done=out["trials"], total=len(grid),
+                 none=out["trials_without_result"]))
     return {**out, "grid": grid}
 
 
-_STARTUP_UNIT = {"hyperopt": "{} configs proposed", "optuna": "{} trials finished", "bohb": "{} results on a budget"}
+def _startup(name: str, n: int | None) -> str:
+    """A searcher's random start-up in its own unit (``n``: random search's trial count), in the course's language
+    (04)."""
+    return (tr("tuning.startup_hyperopt", "{n} configs proposed", n=n) if name == "hyperopt" else
+            tr("tuning.startup_optuna", "{n} trials finished", n=n) if name == "optuna" else
+            tr("tuning.startup_bohb", "{n} results on a budget", n=n) if name == "bohb" else
+            tr("tuning.startup_all", "{n} trials, all of them", n=n))
 
 
 def searcher_table(results: dict[str, dict], searchers: dict) -> str:
@@ -66,8 +75,8 @@ def searcher_table(results: dict[str, dict], searchers: dict) -> str:
     object (:func:`~helpers.tuning.instruments.startup_of`): best validation accuracy, epochs, best configuration (04)."""
     lines = [f"{'searcher':>9} {'random start-up':>22} {'best val acc':>12} {'epochs':>7}  best configuration"]
     for name, r in results.items():
-        c, n0 = r["best_config"], startup_of(searchers[name])
-        start = _STARTUP_UNIT[name].format(n0) if name in _STARTUP_UNIT else "all trials"
-        lines.append(f"{name:>9} {start:>22} {r['best_accuracy']:>12.3f} {r['epochs']:>7}  "
+        c, start = r["best_config"], _startup(name, startup_of(searchers[name]) if name != "random" else r["trials"])
+        start = " " * max(0, 22 - columns(start)) + start   # right-aligned by columns: a Korean letter takes two
+        lines.append(f"{name:>9} {start} {r['best_accuracy']:>12.3f} {r['epochs']:>7}  "
                      f"lr {c['lr']:.2e}, hidden {c['hidden']}, batch {c['batch_size']}")
     return "\n".join(lines)
