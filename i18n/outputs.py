@@ -99,12 +99,13 @@ def say_again(text: str, lang: str = "ko", field: bool = False, strict: bool = F
     texts = _table(lang, str(T.ROOT))[1]
     if text in texts:
         return texts[text]
-    if field and "; " in text:   # a field that lists messages, each one whole (no template read across a "; "); a
-        # part is not cut out by a message, so a short template must show it is the message ("{first} and {last}")
-        parts = [_by_template(part, lang, True, True) for part in text.split("; ")]
-        if None not in parts:
-            return "; ".join(parts)
     said = _by_template(text, lang, field, strict)
+    if field and "; " in text:   # a field that lists messages, each one whole, where a template read across a "; "
+        # leaves more English ("{name} … at {s1}, its slowest …" with s1 running into the next item); a part is not
+        # cut out by a message, so a short template must show it is the message ("{first} and {last}")
+        parts = [_by_template(part, lang, True, True) for part in text.split("; ")]
+        if None not in parts and (said is None or _english("; ".join(parts)) < _english(said)):
+            return "; ".join(parts)
     if said is not None:
         return said
     if field and "; " in text:   # a field that lists some messages ("run 3 of 1 thread(s) (...); run 7 of ...")
@@ -113,6 +114,11 @@ def say_again(text: str, lang: str = "ko", field: bool = False, strict: bool = F
     if error and not field:
         return error.group(1) + say_again(error.group(2), lang)
     return text
+
+
+def _english(text: str) -> int:
+    """How many Latin letters ``text`` has: of two readings, the one that said more in the language has fewer."""
+    return len(re.findall("[A-Za-z]", text))
 
 
 def _by_template(text: str, lang: str, field: bool, strict: bool) -> str | None:
@@ -130,7 +136,7 @@ def _by_template(text: str, lang: str, field: bool, strict: bool) -> str | None:
                 continue
             found = [m]
         said = [({n: say_again(v, lang, field=True) for n, v in m.groupdict().items()}, m) for m in found]
-        values, m = min(said, key=lambda vm: len(re.findall("[A-Za-z]", _fill(translated, vm[0]))))   # least English
+        values, m = min(said, key=lambda vm: _english(_fill(translated, vm[0])))   # least English
         if (literal < WEAK_LITERAL and (strict or not field) and not _evident(values, m.groupdict())
                 and not re.match(r" *[A-Za-z]{6,} ", patterns[0].pattern.replace("\\ ", " "))):   # "    plugins {…}"
             continue   # "{share} of the batch" on any line ending so; "{first} and {last}" in any cell's field

@@ -53,9 +53,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _say_where(rank: int, world: int, backend: str, device: torch.device) -> None:
-    """Rank 0 prints who runs where: each global rank, its node, its rank on that node, its device."""
+    """Rank 0 prints who runs where: each rank's RANK, GROUP_RANK (its node, with one agent a node) and LOCAL_RANK as
+    torchrun set them, and its device."""
     where = [None] * world
-    dist.all_gather_object(where, (rank, int(os.environ.get("GROUP_RANK", 0)), int(os.environ["LOCAL_RANK"]), str(device)))
+    dist.all_gather_object(where, (os.environ["RANK"], os.environ["GROUP_RANK"], os.environ["LOCAL_RANK"], str(device)))
     if rank == 0:
         agents = len({node for _, node, _, _ in where})
         print(tr("ddp.script_world", "{world} processes in all, started by {agents} torchrun agent(s); backend "

@@ -92,20 +92,24 @@ def beyond_spread(own: dict[str, tuple[float, float]]) -> str:
     """What a negative own cost beyond its spread says, or ``""`` (09).
 
     ``own``: strategy → (its step less the plain model's step in seconds, the spread of those two timings)."""
-    out = [tr("sharding.own_spread", "{name} {ms} ms (spread ±{noise} ms)", name=k, ms=f"{v * 1e3:+.2f}",
-              noise=f"{n * 1e3:.2f}") for k, (v, n) in own.items() if v < 0 and -v >= n]
-    if not out:
+    below = [(k, f"{v * 1e3:+.2f}", f"{n * 1e3:.2f}") for k, (v, n) in own.items() if v < 0 and -v >= n]
+    if not below:
         return ""
+    costs = ""   # "ddp -1.71 ms (spread ±0.66 ms), zero1 …": each a message, the list grown on its right
+    for k, ms, noise in reversed(below):
+        costs = (tr("sharding.own_spread_more", "{name} {ms} ms (spread ±{noise} ms), {rest}", name=k, ms=ms,
+                    noise=noise, rest=costs) if costs else
+                 tr("sharding.own_spread", "{name} {ms} ms (spread ±{noise} ms)", name=k, ms=ms, noise=noise))
     (d, dn), (z, zn) = own.get("ddp", (None, 0)), own.get("zero1", (None, 0))
     if d is not None and z is not None and -z >= zn and d - z > dn + zn:   # 09's read 24: the same wrapper, timed twice
         return tr("sharding.beyond_spread_zero1", "{costs}: below 0 by more than the spread; zero1 is the same DDP"
                   " wrapper plus an optimizer step, yet took {less} ms less than ddp: the spread over repeats"
                   " understates the noise between separately timed runs, and differences of that size are not told"
                   " from noise here",
-                  costs=", ".join(out), less=f"{(d - z) * 1e3:.2f}")
+                  costs=costs, less=f"{(d - z) * 1e3:.2f}")
     return tr("sharding.beyond_spread", "{costs}: below 0 by more than the spread; either the spread over repeats"
               " understates the noise between separately timed runs, or the wrapped step is faster; not told apart"
-              " here", costs=", ".join(out))
+              " here", costs=costs)
 
 
 def noise_said(v: float, n: float) -> str:

@@ -260,8 +260,7 @@ def _old_forms(config: dict) -> None:
         ray.train.report({"accuracy": 0.5})
 
 
-_OLD_FORMS = {"tune.report(accuracy=...)": "tune.report(accuracy=...) in a trainable",
-              "ray.train.report(...)": "ray.train.report(...) in a Tune trainable"}
+_OLD_FORMS = ("tune.report(accuracy=...)", "ray.train.report(...)")
 
 
 def old_api_errors(storage: str | Path = "ray_results") -> dict:
@@ -286,7 +285,9 @@ def old_api_errors(storage: str | Path = "ray_results") -> dict:
         for q, lv in zip(quiet, levels):
             q.setLevel(lv)
     by_form = {(r.config or {}).get("form"): r.error for r in grid}
-    for form, label in _OLD_FORMS.items():
+    said = (tr("tuning.old_report_kwargs", "tune.report(accuracy=...) in a trainable"),   # where each was called
+            tr("tuning.old_train_report", "ray.train.report(...) in a Tune trainable"))
+    for form, label in zip(_OLD_FORMS, said):
         err = by_form.get(form)
         last = str(err).strip().splitlines()[-1] if err else "no error"
         out[label] = f"{type(err).__name__ if err else ''}: {last}"
