@@ -73,11 +73,11 @@ def _batch_lines(r: dict, verdict: str, margin: float) -> list[str]:
     s, med, n = r["speedups"], r["speedup"], r["processes"]
     q1, _, q3 = statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else s * 3
     up, down, k = sum(x > 1 + margin for x in s), sum(x < 1 / (1 + margin) for x in s), len(s)
+    hi, lo = f"{1 + margin:.2f}", f"{1 / (1 + margin):.2f}"
+    ends = [f"{x:.2f}" if f"{x:.2f}" not in (hi, lo) else f"{x:.3f}" for x in (r["speedup_min"], r["speedup_max"])]
     head = tr("ddp.batch_head", "  batch {batch}: median {med}×, interquartile {q1}–{q3}×, all {low}–{high}×; "
               "faster in {up} of {k} repeats, slower in {down} of {k}", batch=r["global_batch"], med=f"{med:.2f}",
-              q1=f"{q1:.2f}", q3=f"{q3:.2f}", low=f"{r['speedup_min']:.2f}", high=f"{r['speedup_max']:.2f}", up=up,
-              down=down, k=k)
-    hi, lo = f"{1 + margin:.2f}", f"{1 / (1 + margin):.2f}"
+              q1=f"{q1:.2f}", q3=f"{q3:.2f}", low=ends[0], high=ends[1], up=up, down=down, k=k)   # 1.031: above 1.03
     if verdict == "faster":
         return [head, tr("ddp.verdict_faster", "    verdict: {n} processes faster than 1 in every repeat", n=n)]
     if verdict == "slower":
