@@ -60,7 +60,7 @@ def test_a_median_that_says_faster_gets_its_count_of_faster_repeats_and_why_no_v
             "lowest 0.940×, not above 1.03×") in text
     assert ("batch 2048: median 0.80×, interquartile 0.65–0.93×, all 0.50–1.20×; faster in 1 of 7 repeats, slower in 6 "
             "of 7\n    verdict: 2 processes mostly slower than 1 (at least 3 in 4 repeats), not in every repeat: the "
-            "highest 1.200×, not below 0.97×") in text
+            "highest 1.200×, not below 0.971×") in text
     assert "the verdict calls a batch faster (or slower) only when every repeat is, mostly faster (or slower) when" in text
 
 
@@ -160,3 +160,11 @@ def test_every_batch_whose_share_was_timed_gets_its_solo_step_ideal_not_the_plai
     rows[3]["step_s_n"] = 0.0600  # faster than 1 process alone at 1024: no other cost to name
     text = ddp.scaling_summary(rows)["text"]
     assert "on 1024 samples each, escape." in text and "other costs" not in text
+
+
+def test_a_range_end_is_printed_apart_from_the_threshold_it_is_judged_against():
+    from helpers.ddp.verdicts import _apart
+
+    thresholds = (1.03, 1 / 1.03)   # faster above 1.03, slower below 0.971 (1/1.03)
+    assert _apart(1.0312, thresholds) == "1.031" and _apart(1.0302, thresholds) == "1.0302"   # not "1.03"
+    assert _apart(0.9706, thresholds) == "0.9706" and _apart(1.52, thresholds) == "1.52"   # not "0.971"

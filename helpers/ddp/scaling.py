@@ -172,7 +172,7 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
              tr("ddp.repeat_counts", "A repeat counts as faster above {hi}×, slower below {lo}×; the verdict calls a "
                 "batch faster (or slower) only when every repeat is, mostly faster (or slower) when at least 3 in 4 "
                 "are.",
-                hi=f"{1 + margin:.2f}", lo=f"{1 / (1 + margin):.2f}")]
+                hi=f"{1 + margin:.2f}", lo=f"{1 / (1 + margin):.3f}")]   # 1/1.03 = 0.971, not 0.97
     for b in batches:
         lines += _batch_lines(by[b], verdict(b), margin)
     apart, close = {}, []

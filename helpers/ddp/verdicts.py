@@ -68,16 +68,25 @@ def _takeaway(by: dict, said: list[tuple], ideal: dict, n: int) -> str:
               span=span)
 
 
+def _apart(x: float, thresholds: tuple[float, ...]) -> str:
+    """``x`` with 2 decimals, or as many more (up to 5) as it takes to print it apart from each threshold at the
+    same precision: a repeat at 1.0302 is above 1.03, printed 1.0302 (03)."""
+    for d in range(2, 6):
+        if all(f"{x:.{d}f}" != f"{t:.{d}f}" for t in thresholds):
+            break
+    return f"{x:.{d}f}"
+
+
 def _batch_lines(r: dict, verdict: str, margin: float) -> list[str]:
     """One batch: median, interquartile range and range of the repeats, how many were faster, the verdict and why (03)."""
     s, med, n = r["speedups"], r["speedup"], r["processes"]
     q1, _, q3 = statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else s * 3
     up, down, k = sum(x > 1 + margin for x in s), sum(x < 1 / (1 + margin) for x in s), len(s)
-    hi, lo = f"{1 + margin:.2f}", f"{1 / (1 + margin):.2f}"
-    ends = [f"{x:.2f}" if f"{x:.2f}" not in (hi, lo) else f"{x:.3f}" for x in (r["speedup_min"], r["speedup_max"])]
+    hi, lo = f"{1 + margin:.2f}", f"{1 / (1 + margin):.3f}"   # 1/1.03 = 0.971, not 0.97
+    ends = [_apart(x, (1 + margin, 1 / (1 + margin))) for x in (r["speedup_min"], r["speedup_max"])]
     head = tr("ddp.batch_head", "  batch {batch}: median {med}×, interquartile {q1}–{q3}×, all {low}–{high}×; "
               "faster in {up} of {k} repeats, slower in {down} of {k}", batch=r["global_batch"], med=f"{med:.2f}",
-              q1=f"{q1:.2f}", q3=f"{q3:.2f}", low=ends[0], high=ends[1], up=up, down=down, k=k)   # 1.031: above 1.03
+              q1=f"{q1:.2f}", q3=f"{q3:.2f}", low=ends[0], high=ends[1], up=up, down=down, k=k)
     if verdict == "faster":
         return [head, tr("ddp.verdict_faster", "    verdict: {n} processes faster than 1 in every repeat", n=n)]
     if verdict == "slower":
