@@ -137,6 +137,16 @@ def its_own_writer(writer, epoch, gathered, _dirs=[]):  # writes, but not into t
         right(mine, epoch, gathered)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _remove_its_own_writers_folder():
+    """its_own_writer's folder is none of the check's: removed after this module, not left in the system's /tmp."""
+    yield
+    import shutil
+
+    for folder in its_own_writer.__defaults__[0]:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def rounded_values(writer, epoch, gathered):
     for tag in gathered[0][1]:
         writer.add_scalar(tag, round(_mean(gathered, tag), 1), epoch)
