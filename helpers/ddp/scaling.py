@@ -24,7 +24,7 @@ from ..launching.timing import slowest_seconds_per_call
 from .instruments import gloo_worker_threads
 from .recipe import ddp_wrap
 from .explain import _baseline_lines, _between_lines, _time_lines
-from .verdicts import _batch_lines, _names, _takeaway
+from .verdicts import _batch_lines, _names, _takeaway, thresholds_said
 
 __all__ = ["scaling_worker", "measure_scaling", "scaling_summary", "scaling_table"]
 
@@ -164,7 +164,7 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
     for b in sorted(batches, key=lambda b: (order.index(verdict(b)), b)):
         groups.setdefault(label(b), []).append(b)
     said = [(verdict(bs[0]), *counts(bs[0]), len(by[bs[0]]["speedups"]), _names(bs)) for bs in groups.values()]
-    ideal = solo_step_ideal(rows)
+    ideal, (hi, lo) = solo_step_ideal(rows), thresholds_said(margin)
     lines = [_takeaway(by, said, ideal, n), "",
              tr("ddp.speedup_intro", "Speedup of {n} processes over 1, per global batch, from {reps} repeats: the "
                 "median, the interquartile range (the middle half of the repeats), all (lowest–highest).", n=n,
@@ -172,7 +172,7 @@ def scaling_summary(rows: list[dict], margin: float = 0.03) -> dict:
              tr("ddp.repeat_counts", "A repeat counts as faster above {hi}×, slower below {lo}×; the verdict calls a "
                 "batch faster (or slower) only when every repeat is, mostly faster (or slower) when at least 3 in 4 "
                 "are.",
-                hi=f"{1 + margin:.2f}", lo=f"{1 / (1 + margin):.3f}")]   # 1/1.03 = 0.971, not 0.97
+                hi=hi, lo=lo)]
     for b in batches:
         lines += _batch_lines(by[b], verdict(b), margin)
     apart, close = {}, []

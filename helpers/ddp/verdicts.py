@@ -68,6 +68,12 @@ def _takeaway(by: dict, said: list[tuple], ideal: dict, n: int) -> str:
               span=span)
 
 
+def thresholds_said(margin: float) -> tuple[str, str]:
+    """The faster and slower thresholds as printed: ``1 + margin`` and ``1 / (1 + margin)`` (0.971 for 3%, not 0.97)
+    (03)."""
+    return f"{1 + margin:.2f}", f"{1 / (1 + margin):.3f}"
+
+
 def _apart(x: float, thresholds: tuple[float, ...]) -> str:
     """``x`` with 2 decimals, or as many more (up to 5) as it takes to print it apart from each threshold at the
     same precision: a repeat at 1.0302 is above 1.03, printed 1.0302 (03)."""
@@ -82,7 +88,7 @@ def _batch_lines(r: dict, verdict: str, margin: float) -> list[str]:
     s, med, n = r["speedups"], r["speedup"], r["processes"]
     q1, _, q3 = statistics.quantiles(s, n=4, method="inclusive") if len(s) > 1 else s * 3
     up, down, k = sum(x > 1 + margin for x in s), sum(x < 1 / (1 + margin) for x in s), len(s)
-    hi, lo = f"{1 + margin:.2f}", f"{1 / (1 + margin):.3f}"   # 1/1.03 = 0.971, not 0.97
+    hi, lo = thresholds_said(margin)
     ends = [_apart(x, (1 + margin, 1 / (1 + margin))) for x in (r["speedup_min"], r["speedup_max"])]
     head = tr("ddp.batch_head", "  batch {batch}: median {med}×, interquartile {q1}–{q3}×, all {low}–{high}×; "
               "faster in {up} of {k} repeats, slower in {down} of {k}", batch=r["global_batch"], med=f"{med:.2f}",
