@@ -32,7 +32,7 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from .core.checks import check, find_exercises_with  # noqa: E402  (after the environment default above)
 from .course import load_exercises  # noqa: E402
-from .core.data import digits_batch, load_datasets, make_loaders  # noqa: E402
+from .core.data import digits_batch, load_datasets, make_loaders, tensors  # noqa: E402
 from .core.i18n import get_language, set_language  # noqa: E402
 from .core.device import (device_table, get_device, gpu_count, hardware_label, list_devices,  # noqa: E402
                           model_device, physical_cores)
@@ -46,7 +46,7 @@ del find_exercises_with, load_exercises
 
 __version__ = "0.2.0"
 
-__all__ = ["check", "digits_batch", "load_datasets", "make_loaders", "device_table", "get_device", "gpu_count",
+__all__ = ["check", "digits_batch", "load_datasets", "make_loaders", "tensors", "device_table", "get_device", "gpu_count",
            "hardware_label", "list_devices", "model_device", "physical_cores", "Timer", "max_abs_diff",
            "seed_everything", "torch_threads", "MLP", "DigitsCNN", "build_model", "count_parameters", "show",
            "History", "evaluate", "train", "get_language", "set_language"]

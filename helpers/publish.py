@@ -28,11 +28,15 @@ COURSE = os.environ.get("BEYOND_ONE_GPU_HOME", "/content/beyond-one-gpu")
 def _step(cmd, fix):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
-        raise RuntimeError(f"Course setup failed: {{' '.join(cmd)}}\\n{{r.stderr.strip()[-1500:]}}\\nFix: {{fix}}")
+        why = r.stderr.strip()[-1500:]
+        raise RuntimeError(f"Course setup failed: {{' '.join(cmd)}}\\n{{why}}\\nFix: {{fix}}")
 if "google.colab" in sys.modules and not os.path.exists(f"{{COURSE}}/.installed"):  # half-done: redo
     if not os.path.isdir(f"{{COURSE}}/.git"):
-        _step(["git", "clone", "-q", "--depth", "1", REPO, COURSE], f"is {{REPO}} the course's address (set BEYOND_ONE_GPU_REPO to change it), and is the network on? If {{COURSE}} exists, delete it")
-    _step([sys.executable, "-m", "pip", "install", "-q", "-r", f"{{COURSE}}/requirements-runtime.txt"], f"run this cell again; if it fails the same way, delete {{COURSE}}")
+        _step(["git", "clone", "-q", "--depth", "1", REPO, COURSE],
+              f"is {{REPO}} the course's address (set BEYOND_ONE_GPU_REPO to change it), and is the "
+              f"network on? If {{COURSE}} exists, delete it")
+    _step([sys.executable, "-m", "pip", "install", "-qr", f"{{COURSE}}/requirements-runtime.txt"],
+          f"run this cell again; if it fails the same way, delete {{COURSE}}")
     open(f"{{COURSE}}/.installed", "w").close()
 if "google.colab" in sys.modules and COURSE not in sys.path: sys.path.insert(0, COURSE)
 import helpers'''
