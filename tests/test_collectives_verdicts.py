@@ -1,6 +1,6 @@
 """Notebook 08's generated verdicts on the sweep (sweep_summary), on DDP rebuilt (ddp_verdict) and on the ranks'
 agreement: they say only what their numbers say (no processes started)."""
-from helpers.collectives import ddp_verdict, ring_rank_lines, sweep_summary
+from helpers.collectives import ddp_verdict, ring_check_lines, ring_rank_lines, sweep_summary
 
 
 def _sweep(small_ratio: float, large_ratio: float = 16.0) -> dict:
@@ -140,6 +140,13 @@ def test_the_rank_agreement_lines_follow_the_numbers():
     assert "the 3 ranks hold the same bits here" in text and "different last bits" not in text and "drift" not in text
     d["ring_between_ranks"] = 1e-7
     assert "the ranks differ by up to 1.0e-07" in "\n".join(ring_rank_lines(d))
+
+
+def test_the_ring_check_rows_say_each_comparison_named_and_only_those():
+    d = {"scale": 12.5, "naive_vs_all_reduce": 4.8e-7, "ring_vs_all_reduce": 0.0, "reduce_scatter_vs_dist": 1e-6}
+    lines = ring_check_lines(d, ("ring_vs_all_reduce", "naive_vs_all_reduce"))
+    assert lines == ["    ring_vs_all_reduce: largest |difference| 0.0e+00 (bitwise equal), values up to 12.5",
+                     "   naive_vs_all_reduce: largest |difference| 4.8e-07 (not bitwise equal), values up to 12.5"]
 
 
 def test_a_small_size_verdict_drawn_from_a_falling_time_says_so():

@@ -3,11 +3,21 @@ from __future__ import annotations
 
 from ..core.i18n import tr
 
-__all__ = ["ring_rank_lines", "falling_time_lines", "sweep_summary", "ratios_at"]
+__all__ = ["ring_check_lines", "ring_rank_lines", "falling_time_lines", "sweep_summary", "ratios_at"]
 
 
 def _size(x: float) -> str:
     return f"{x / 2**20:g} MiB" if x >= 2**20 else f"{x / 2**10:g} KiB"
+
+
+def ring_check_lines(diffs: dict, names: tuple[str, ...]) -> list[str]:
+    """A line for each comparison ``names`` picks from ``run_ring_check``'s numbers: the largest |difference|,
+    whether the two are bitwise equal, and how large the values compared are (08)."""
+    return [tr("collectives.ring_check_row", "{name}: largest |difference| {diff} ({equal}), values up to {scale}",
+               name=f"{name:>22}", diff=f"{diffs[name]:.1e}", scale=f"{diffs['scale']:.1f}",
+               equal=tr("collectives.bitwise_equal", "bitwise equal") if diffs[name] == 0 else
+               tr("collectives.not_bitwise_equal", "not bitwise equal"))
+            for name in names]
 
 
 def ring_rank_lines(diffs: dict) -> list[str]:
