@@ -10,9 +10,6 @@ from helpers.publish import setup_cell
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 MAX_LINES = 15
 WIDTH = 100   # columns: a code line a reader takes in without scrolling sideways (#24 item 9)
-# Lines still wider than WIDTH, per notebook: work left over from #24 item 9. A count may only fall; set it to
-# the new count when you shorten lines (the test says it), and drop the notebook when it reaches 0.
-STILL_WIDE = {"02_data_parallel": 46, "04_hyperparameter_tuning": 124, "09_sharding": 101}
 
 
 def _cells(path):
@@ -57,11 +54,8 @@ def test_code_cells_are_short(path):
 def test_code_lines_fit_the_width(path):
     wide = [(i, len(line)) for i, c in enumerate(_cells(path)) if c["cell_type"] == "code"
             for line in _src(c).splitlines() if len(line) > WIDTH]
-    allowed = STILL_WIDE.get(path.stem, 0)
-    assert len(wide) <= allowed, (f"{path.name}: {len(wide)} code lines wider than {WIDTH} columns (cell, width): "
-                                  f"{wide[:8]}; wrap them, or move the logic to the lesson's helpers")
-    assert len(wide) == allowed, (f"{path.name}: {len(wide)} lines wider than {WIDTH} columns, fewer than the "
-                                  f"{allowed} STILL_WIDE allows: set it to {len(wide)} (0: remove the notebook)")
+    assert not wide, (f"{path.name}: {len(wide)} code lines wider than {WIDTH} columns (cell, width): "
+                      f"{wide[:8]}; wrap them, or move the logic to the lesson's helpers")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -13,11 +13,15 @@ def _size(x: float) -> str:
 def ring_check_lines(diffs: dict, names: tuple[str, ...]) -> list[str]:
     """A line for each comparison ``names`` picks from ``run_ring_check``'s numbers: the largest |difference|,
     whether the two are bitwise equal, and how large the values compared are (08)."""
-    return [tr("collectives.ring_check_row", "{name}: largest |difference| {diff} ({equal}), values up to {scale}",
-               name=f"{name:>22}", diff=f"{diffs[name]:.1e}", scale=f"{diffs['scale']:.1f}",
-               equal=tr("collectives.bitwise_equal", "bitwise equal") if diffs[name] == 0 else
-               tr("collectives.not_bitwise_equal", "not bitwise equal"))
-            for name in names]
+    lines = []
+    for name in names:
+        if diffs[name] == 0:
+            equal = tr("collectives.bitwise_equal", "bitwise equal")
+        else:
+            equal = tr("collectives.not_bitwise_equal", "not bitwise equal")
+        lines.append(tr("collectives.ring_check_row", "{name}: largest |difference| {diff} ({equal}), values up to "
+                        "{scale}", name=f"{name:>22}", diff=f"{diffs[name]:.1e}", equal=equal, scale=f"{diffs['scale']:.1f}"))
+    return lines
 
 
 def ring_rank_lines(diffs: dict) -> list[str]:

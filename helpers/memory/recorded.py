@@ -152,7 +152,7 @@ def recorded_gpu_intro(cell_id: str, notebook: str = "06_oom_troubleshooting", f
         return short
     return tr("memory.rec_details", "No CUDA GPU here. This cell and the cells below that say \"Recorded on\" print "
               "what a recorded run printed: {run}; its helpers are those of {helpers}. \"Same cell code on a GPU\": only "
-              "the cell's lines for a machine without one differ.", run=recorded_gpu_run(folder),
+              "the cell's lines for a machine without one differ (layout and comments aside).", run=recorded_gpu_run(folder),
               helpers=helpers) + "\n" + short
 
 
