@@ -35,7 +35,8 @@ if "google.colab" in sys.modules and not os.path.exists(f"{{COURSE}}/.installed"
         _step(["git", "clone", "-q", "--depth", "1", REPO, COURSE],
               f"is {{REPO}} the course's address (set BEYOND_ONE_GPU_REPO to change it), and is the "
               f"network on? If {{COURSE}} exists, delete it")
-    _step([sys.executable, "-m", "pip", "install", "-qr", f"{{COURSE}}/requirements-runtime.txt"],
+    _step([sys.executable, "-m", "pip", "install", "-q", "-r",
+           f"{{COURSE}}/requirements-runtime.txt"],
           f"run this cell again; if it fails the same way, delete {{COURSE}}")
     open(f"{{COURSE}}/.installed", "w").close()
 if "google.colab" in sys.modules and COURSE not in sys.path: sys.path.insert(0, COURSE)
