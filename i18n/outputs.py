@@ -217,24 +217,36 @@ def localize_outputs(cell: dict, lang: str = "ko", strings: dict[str, str] | Non
     A message that ``helpers.core.answers.wrap`` broke over lines (continuation lines indented) is joined,
     said again, and wrapped again the same way.
     """
-    from i18n.cell_strings import say_again as say_cell_strings
-
-    from helpers.core.answers import wrap
-
     cell = copy.deepcopy(cell)
     for out in cell.get("outputs", []):
         if out.get("output_type") != "stream":
             continue
-        blocks = []
-        for block in _blocks(out["text"]):
-            joined = block.replace("\n" + INDENT, " ")
-            core = joined.rstrip(" ")   # print(message, more) leaves a space after the message
-            said = say_again(core, lang) + joined[len(core):] if core.strip() else joined
-            if said == joined and "\n" in block:   # no wrapped message: lines of a table, each said on its own
-                block = said = joined = "\n".join(say_again(line, lang) for line in block.split("\n"))
-            checked = "\n" in block or (block != "" and block[0] in CHECK_MARKS)   # checks.check wraps its lines
-            blocks.append(block if said == joined else (wrap(said) if checked else said))
-        text = say_cell_strings("\n".join(blocks), strings or {}, lambda value: say_again(value, lang, field=True,
-                                                                                        strict=True))
-        out["text"] = "\n".join(say_inside(line, lang) for line in text.split("\n"))   # a message inside a line
+        said = _localized(out["text"], lang, strings, whole_lines=True)
+        alone = _localized(out["text"], lang, strings, whole_lines=False)   # the cell's literals first
+        a, b = said.split("\n"), alone.split("\n")
+        # a message whose first field reached back over a cell's literal ("{verdict} than ...") reads worse
+        # than the cell's own literal with the message said inside its field: per line, the one with less English
+        out["text"] = ("\n".join(y if _english(y) < _english(x) else x for x, y in zip(a, b)) if len(a) == len(b)
+                       else said)
     return cell
+
+
+def _localized(text: str, lang: str, strings: dict[str, str] | None, whole_lines: bool) -> str:
+    """One stream output said again: its lines as messages (unless not ``whole_lines``), then the cell's literals,
+    then the messages inside lines."""
+    from i18n.cell_strings import say_again as say_cell_strings
+
+    from helpers.core.answers import wrap
+
+    blocks = []
+    for block in (_blocks(text) if whole_lines else []):
+        joined = block.replace("\n" + INDENT, " ")
+        core = joined.rstrip(" ")   # print(message, more) leaves a space after the message
+        said = say_again(core, lang) + joined[len(core):] if core.strip() else joined
+        if said == joined and "\n" in block:   # no wrapped message: lines of a table, each said on its own
+            block = said = joined = "\n".join(say_again(line, lang) for line in block.split("\n"))
+        checked = "\n" in block or (block != "" and block[0] in CHECK_MARKS)   # checks.check wraps its lines
+        blocks.append(block if said == joined else (wrap(said) if checked else said))
+    text = "\n".join(blocks) if whole_lines else text
+    text = say_cell_strings(text, strings or {}, lambda value: say_again(value, lang, field=True, strict=True))
+    return "\n".join(say_inside(line, lang) for line in text.split("\n"))   # a message inside a line

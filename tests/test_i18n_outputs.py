@@ -101,3 +101,15 @@ def test_a_counted_message_in_a_table_cell_is_said_again_and_keeps_its_column():
     assert korean["tuning.startup_optuna"]["ko"].format(n=3) in said
     assert columns(said[:said.index(" 0.974")]) == row.index(" 0.974")   # a Korean letter takes two columns
     assert outputs.say_inside("x3 trials finished") == "x3 trials finished"   # not a number: part of a word
+
+
+def test_a_message_starting_with_a_field_does_not_swallow_the_cells_words_before_it():
+    english, korean = messages.english_messages(), messages.load_catalogue("ko")["messages"]
+    verdict = english["01.than_naive"].format(verdict=english["01.slower"], why=english["01.rounds_apart"])
+    en = 'f"batch 256, m = 8: {x:.2f}×, {verdict}; efficiency "'
+    ko = 'f"배치 256, m = 8: {x:.2f}×, {verdict}; 효율 "'
+    cell = {"cell_type": "code", "outputs": [{"output_type": "stream", "name": "stdout",
+                                               "text": f"batch 256, m = 8: 0.62×, {verdict}; efficiency 35% (cpu)\n"}]}
+    out = outputs.localize_outputs(cell, "ko", {en: ko})["outputs"][0]["text"]
+    said = korean["01.than_naive"]["ko"].format(verdict=korean["01.slower"]["ko"], why=korean["01.rounds_apart"]["ko"])
+    assert out == f"배치 256, m = 8: 0.62×, {said}; 효율 35% (cpu)\n"   # not "단순 분할보다 batch 256, …"

@@ -35,7 +35,7 @@ __all__ = ["bench_resilience"]
 def _torchrun_restart(share: bool, epochs: int = 3) -> dict | None:
     """One torchrun run with rank 1 killed in epoch 1: :func:`recovery`'s figures, or None if the restart failed."""
     with tempfile.TemporaryDirectory() as d:
-        kill = kill_when(d, rank=1, epoch=1, sig=signal.SIGKILL, delay=0.05)
+        kill = kill_when(d, rank=1, epoch=1, sig=signal.SIGKILL, delay=0.01)
         try:
             run_torchrun(2, module="helpers.resilience.script", agent_args=("--max-restarts=1",), timeout=180,
                          script_args=("--epochs", str(epochs), "--checkpoint", f"{d}/state.pt", "--announce-dir", d),
