@@ -225,10 +225,16 @@ def localize_outputs(cell: dict, lang: str = "ko", strings: dict[str, str] | Non
         alone = _localized(out["text"], lang, strings, whole_lines=False)   # the cell's literals first
         a, b = said.split("\n"), alone.split("\n")
         # a message whose first field reached back over a cell's literal ("{verdict} than ...") reads worse
-        # than the cell's own literal with the message said inside its field: per line, the one with less English
-        out["text"] = ("\n".join(y if _english(y) < _english(x) else x for x, y in zip(a, b)) if len(a) == len(b)
-                       else said)
+        # than the cell's own literal with the message said inside its field: per line, the one with less English,
+        # for lines that are whole in both readings (a wrapped message is wrapped again only when read as one)
+        out["text"] = ("\n".join(y if _whole(a, i) and _whole(b, i) and _english(y) < _english(x) else x
+                                 for i, (x, y) in enumerate(zip(a, b))) if len(a) == len(b) else said)
     return cell
+
+
+def _whole(lines: list[str], i: int) -> bool:
+    """Whether line ``i`` is printed whole: neither a continuation of ``wrap`` nor continued on the next line."""
+    return not lines[i].startswith(INDENT) and not (i + 1 < len(lines) and lines[i + 1].startswith(INDENT))
 
 
 def _localized(text: str, lang: str, strings: dict[str, str] | None, whole_lines: bool) -> str:

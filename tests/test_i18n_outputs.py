@@ -113,3 +113,16 @@ def test_a_message_starting_with_a_field_does_not_swallow_the_cells_words_before
     out = outputs.localize_outputs(cell, "ko", {en: ko})["outputs"][0]["text"]
     said = korean["01.than_naive"]["ko"].format(verdict=korean["01.slower"]["ko"], why=korean["01.rounds_apart"]["ko"])
     assert out == f"배치 256, m = 8: 0.62×, {said}; 효율 35% (cpu)\n"   # not "단순 분할보다 batch 256, …"
+
+
+def test_a_wrapped_message_is_not_mixed_line_by_line_with_the_cells_reading():
+    import string
+
+    from helpers.core.answers import wrap
+
+    english = messages.english_messages()["launch.not_importable"]
+    text = wrap(english.format(**{n: "worker" for _, n, _, _ in string.Formatter().parse(english) if n}))
+    cell = {"cell_type": "code", "outputs": [{"output_type": "stream", "name": "stdout", "text": text + "\n"}]}
+    out = outputs.localize_outputs(cell)["outputs"][0]["text"]
+    assert out == outputs._localized(text + "\n", "ko", None, whole_lines=True)   # the message said whole, rewrapped
+    assert "\n" in text.strip() and out != text + "\n"

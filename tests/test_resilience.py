@@ -23,7 +23,7 @@ def test_recovery_measures_the_restart_and_the_redone_work_from_the_epoch_starts
     # rank 1: epochs 0 and 1 start at 10.0 and 10.5, killed at 10.6, epoch 1 starts again at 14.0 in a new process
     starts = _starts(tmp_path, [(1, 0, 7, 10.0), (0, 0, 6, 10.0), (1, 1, 7, 10.5), (1, 1, 9, 14.0), (1, 2, 9, 14.4)])
     r = recovery(starts, kill_at=10.6, rank=1)
-    assert r["rank"] == 1 and r["resumed_epoch"] == 1
+    assert r["rank"] == 1 and r["resumed_epoch"] == 1 and r["killed_epoch"] == 1
     assert r["recovery_s"] == pytest.approx(3.4) and r["redone_s"] == pytest.approx(0.1)
     assert r["lost_s"] == pytest.approx(3.5) and r["kill_s"] == pytest.approx(0.6)
     assert [e for e, _ in r["started_s"]] == [0, 1, 1, 2]
@@ -33,6 +33,7 @@ def test_a_restart_from_the_start_resumes_at_epoch_zero(tmp_path):
     starts = _starts(tmp_path, [(0, 0, 5, 1.0), (0, 1, 5, 2.0), (0, 0, 8, 6.0)])
     r = recovery(starts, kill_at=2.5, rank=0)
     assert r["resumed_epoch"] == 0 and r["redone_s"] == pytest.approx(1.5)   # everything since the start
+    assert r["killed_epoch"] == 1   # it died in epoch 1, and the restart began again at 0
 
 
 def test_registered_epochs_come_from_the_controllers_snapshot_and_a_missing_or_partial_one_is_none(tmp_path):

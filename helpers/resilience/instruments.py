@@ -46,7 +46,7 @@ def wait_for(folder: str, rank: int, epoch: int, timeout: float = 60.0) -> int:
 
 def kill_when(folder: str, rank: int, epoch: int, sig: int = signal.SIGKILL, delay: float = 0.3,
               timeout: float = 120.0, ready=None) -> dict:
-    """In a background thread: once ``rank`` starts ``epoch``, wait ``delay`` s (mid-epoch) and send it ``sig`` (10).
+    """In a background thread: once ``rank`` starts ``epoch``, wait ``delay`` s (into the epoch) and send it ``sig`` (10).
 
     ``ready``: a function polled after that until it returns True, before the signal (e.g. that Ray Train has
     registered the last checkpoint: :func:`ray_registered_epochs`).
@@ -89,13 +89,16 @@ def recovery(starts: list[dict], kill_at: float, rank: int = 0) -> dict:
     ``resumed_epoch``: the first epoch started after the failure; ``recovery_s``: from the failure to that start
     (the restart: new processes, the process group, the checkpoint loaded); ``redone_s``: the work that start
     repeats, from the earlier start of that same epoch to the failure (what the checkpoint did not hold);
-    ``lost_s``: both. ``started_s``: each start's time from the run's first (``rank``'s).
+    ``lost_s``: both. ``killed_epoch``: the last epoch ``rank`` started before the failure (the one it died in).
+    ``started_s``: each start's time from the run's first (``rank``'s).
     """
     mine = [a for a in starts if a["rank"] == rank]
     t0 = mine[0]["t"]
     after = next(a for a in mine if a["t"] > kill_at)
     before = next(a for a in mine if a["epoch"] == after["epoch"] and a["t"] < kill_at)
-    return {"rank": rank, "resumed_epoch": after["epoch"], "recovery_s": after["t"] - kill_at, "redone_s": kill_at - before["t"],
+    died_in = [a for a in mine if a["t"] < kill_at][-1]["epoch"]
+    return {"rank": rank, "resumed_epoch": after["epoch"], "killed_epoch": died_in, "recovery_s": after["t"] - kill_at,
+            "redone_s": kill_at - before["t"],
             "lost_s": after["t"] - before["t"], "kill_s": kill_at - t0,
             "started_s": [(a["epoch"], a["t"] - t0) for a in mine]}
 

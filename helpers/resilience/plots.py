@@ -23,7 +23,7 @@ def plot_restarts(runs: dict[str, dict], label: str = "") -> Figure:
             ax.annotate(f"epoch {epoch}", (t, epoch), xytext=(4, 4), textcoords="offset points", fontsize=8)
         ax.axvline(r["kill_s"], color="C3", lw=2, label=f"SIGKILL to rank {r['rank']}")
         ax.axvspan(r["kill_s"] - r["redone_s"], r["kill_s"], color="C1", alpha=0.3,
-                   label=f"work redone: {r['redone_s']:.1f} s")
+                   label=f"work redone: {r['redone_s']:.2f} s")
         ax.axvspan(r["kill_s"], r["kill_s"] + r["recovery_s"], color="C3", alpha=0.15,
                    label=f"restart: {r['recovery_s']:.1f} s")
         ax.set(ylabel="epoch", title=name, ylim=(-0.5, max(e for e, _ in r["started_s"]) + 0.8))
