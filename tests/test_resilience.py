@@ -34,6 +34,8 @@ def test_a_restart_from_the_start_resumes_at_epoch_zero(tmp_path):
     r = recovery(starts, kill_at=2.5, rank=0)
     assert r["resumed_epoch"] == 0 and r["redone_s"] == pytest.approx(1.5)   # everything since the start
     assert r["killed_epoch"] == 1   # it died in epoch 1, and the restart began again at 0
+    with pytest.raises(ValueError, match="no epoch start both before the failure and after it"):
+        recovery(starts, kill_at=0.5, rank=0)   # killed before it started anything
 
 
 def test_registered_epochs_come_from_the_controllers_snapshot_and_a_missing_or_partial_one_is_none(tmp_path):

@@ -23,12 +23,12 @@ def announce(folder: str | None, rank: int, epoch: int) -> None:
     worker overwrites it), and a line of ``starts.log`` keeps every start with its time (:func:`announcements`).
     """
     if folder:
+        with open(Path(folder) / "starts.log", "a") as log:  # every start, kept: one short line, one write
+            log.write(f"{rank} {epoch} {os.getpid()} {time.time()!r}\n")   # before the pid: a kill finds it logged
         path = Path(folder) / f"rank{rank}-epoch{epoch}.pid"
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(str(os.getpid()))
         os.replace(tmp, path)  # whole or absent: the notebook never reads half a pid
-        with open(Path(folder) / "starts.log", "a") as log:  # every start, kept: one short line, one write
-            log.write(f"{rank} {epoch} {os.getpid()} {time.time()!r}\n")
 
 
 def wait_for(folder: str, rank: int, epoch: int, timeout: float = 60.0) -> int:
@@ -40,7 +40,7 @@ def wait_for(folder: str, rank: int, epoch: int, timeout: float = 60.0) -> int:
             raise TimeoutError(tr("10.epoch_never_started", "rank {rank} did not start epoch {epoch} within "
                                   "{timeout:g} s ({path} never appeared)", rank=rank, epoch=epoch, timeout=timeout,
                                   path=path))
-        time.sleep(0.005)   # polled often: kill_when's "mid-epoch" is measured from this moment
+        time.sleep(0.005)   # polled often: kill_when's delay is measured from this moment
     return int(path.read_text())
 
 
@@ -93,10 +93,14 @@ def recovery(starts: list[dict], kill_at: float, rank: int = 0) -> dict:
     ``started_s``: each start's time from the run's first (``rank``'s).
     """
     mine = [a for a in starts if a["rank"] == rank]
-    t0 = mine[0]["t"]
-    after = next(a for a in mine if a["t"] > kill_at)
-    before = next(a for a in mine if a["epoch"] == after["epoch"] and a["t"] < kill_at)
-    died_in = [a for a in mine if a["t"] < kill_at][-1]["epoch"]
+    started = [a for a in mine if a["t"] < kill_at]
+    after = next((a for a in mine if a["t"] > kill_at), None)
+    before = next((a for a in started if after and a["epoch"] == after["epoch"]), None)
+    if before is None:
+        raise ValueError(tr("10.no_recovery", "rank {rank} has no epoch start both before the failure and after it, "
+                            "of the same epoch, in these starts: kill it after it has started an epoch, and let the "
+                            "run resume", rank=rank))
+    t0, died_in = mine[0]["t"], started[-1]["epoch"]
     return {"rank": rank, "resumed_epoch": after["epoch"], "killed_epoch": died_in, "recovery_s": after["t"] - kill_at,
             "redone_s": kill_at - before["t"],
             "lost_s": after["t"] - before["t"], "kill_s": kill_at - t0,
