@@ -29,7 +29,9 @@ def test_anatomy(path):
     cells = _cells(path)
     first = _src(cells[0])
     assert cells[0]["cell_type"] == "markdown" and first.startswith("# "), "first cell must be the title"
-    assert "Learning goals" in first, "the first cell must list the learning goals"
+    goals = _src(cells[1])   # a cell of its own: the slides' second slide (web/slides.py)
+    assert cells[1]["cell_type"] == "markdown" and cells[1].get("id") == "goals" and \
+        goals.startswith("**Learning goals**"), "the second cell must be the learning goals (id 'goals')"
     code = [c for c in cells if c["cell_type"] == "code"]
     assert _src(code[0]).strip() == setup_cell(), "the first code cell must be the common setup cell (helpers/publish.py)"
     md = "\n".join(_src(c) for c in cells if c["cell_type"] == "markdown")
