@@ -177,7 +177,7 @@ def default_sigint():
 # keep their collection order. A file's own items keep theirs (``sorted`` is stable). 10 comes after 07 so that it
 # follows 04 on 04's worker: both start Ray clusters, and run side by side each took half as long again.
 LONGEST_FIRST = ["04_", "test_drills.py", "07_", "10_", "03_", "09_", "01_", "08_", "02_", "05_", "00_", "06_",
-                 "test_ray_faults.py", "test_colab_setup.py", "test_ddp.py", "test_sharding.py"]
+                 "test_lab.py", "test_site.py", "test_ray_faults.py", "test_colab_setup.py", "test_ddp.py", "test_sharding.py"]
 
 # The offline drill (test_drills.py) runs these notebooks under nbval, each with its Run-All-again drill, and these
 # test files, in a network namespace with only loopback. Where it runs in a session, their items here are
