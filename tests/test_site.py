@@ -10,7 +10,7 @@ import pytest
 
 from browser import Problems, browser, needs_browser, screenshot, serve
 from web import build as site
-from web.slides import marked, slide_type
+from web.slides import marked, mid_cell_headings, slide_type
 
 ROOT = Path(__file__).resolve().parent.parent
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -40,12 +40,21 @@ def test_the_site_builds_every_notebook_in_both_languages_without_a_warning(buil
             assert (prefix / "_notebooks" / nb.name).read_bytes() == nb.read_bytes()
             deck = (prefix / "slides" / f"{nb.stem}.slides.html").read_text(encoding="utf-8")
             assert deck.count('<section') >= 3, nb.name
+            assert f'<html lang="{lang}"' in deck and "\\n', '" not in deck, nb.name   # outputs as text, not lists
+            assert f'href="../{nb.stem}.html"' in deck, "a deck links back to its page"
     front = (out / "index.html").read_text(encoding="utf-8")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| (\d\d_\w+) \| (\d+ s) \|", readme, re.M)
     assert len(rows) >= 11, "the README's results table"
     for name, seconds in rows:   # the results table, on the front page
         assert re.search(rf"<td><p>{name}</p></td>\s*<td><p>{seconds}</p></td>", front), name
+    for prefix in (out, out / "ko"):   # the notebook table links to the pages, not to files on GitHub
+        page = (prefix / "index.html").read_text(encoding="utf-8")
+        assert not re.search(r"https://github\.com/[^\"]+/blob/main/(notebooks/)?(ko/)?\d\d_\w+\.ipynb\"", page)
+        assert all(f'href="{nb.stem}.html"' in page for nb in site.notebooks("en"))
+    for prefix, lang in ((out, "en"), (out / "ko", "ko")):   # 05's live board: a note where the frame was
+        page = (prefix / "05_monitoring.html").read_text(encoding="utf-8")
+        assert "tensorboard-frame" not in page and site.LABELS[lang]["tensorboard"] in page
 
 
 def test_no_page_loads_anything_from_the_network(built):
@@ -84,9 +93,12 @@ def test_the_slide_rule():
              cell("code", "# Setup (the same in every notebook): …", outputs=[]),
              cell("markdown", "## 1. A claim"), cell("code", "x = 1", outputs=[]),
              cell("code", "plot(x)", outputs=[plot]), cell("code", "if x:\n    assert x == 1", outputs=[]),
-             cell("markdown", "More words."), cell("markdown", "### A part"), cell("code", "print('assertion')")]
+             cell("markdown", "More words."), cell("markdown", "### A part"), cell("code", "print('assertion')"),
+             cell("code", "check('00.x', my_x)\nassert True"), cell("markdown", "## Exercises"),
+             cell("code", "assert my_answer", outputs=[plot])]
     assert [slide_type(cells, i) for i in range(len(cells))] == [
-        "slide", "slide", "skip", "slide", "skip", "subslide", "subslide", "notes", "subslide", "skip"]
+        "slide", "slide", "skip", "slide", "skip", "subslide", "subslide", "notes", "subslide", "skip",
+        "skip", "slide", "skip"]
 
 
 def test_every_notebook_carries_the_slide_rule_and_the_korean_ones_the_same():
@@ -94,6 +106,7 @@ def test_every_notebook_carries_the_slide_rule_and_the_korean_ones_the_same():
         english = json.loads(nb.read_text(encoding="utf-8"))
         wrong = [(cid, have, want) for cid, have, want in marked(english) if have != want]
         assert not wrong, f"{nb.name}: run python -m web.slides, then python -m i18n.build: {wrong[:3]}"
+        assert not mid_cell_headings(english), f"{nb.name}: a section's heading opens a cell of its own"
         korean = json.loads((nb.parent / "ko" / nb.name).read_text(encoding="utf-8"))
         assert [c["metadata"].get("slideshow") for c in korean["cells"]] == \
             [c["metadata"]["slideshow"] for c in english["cells"]], nb.name

@@ -13,6 +13,7 @@ No notebook is executed again: the stored outputs are the course's measured run.
 from __future__ import annotations
 
 import copy
+import html
 import io
 import json
 import re
@@ -33,15 +34,25 @@ COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
 LABELS = {
     "en": {"twin": "한국어", "twin_lang": "ko", "colab": "Open in Colab", "download": "Download .ipynb",
-           "slides": "Slides", "slides_column": "slides",
-           "tensorboard": ("Here the notebook showed TensorBoard, live: a frame onto the server that this cell "
-                           "started, which a static page does not have. Run the notebook to see the board; "
-                           "the cells above read the same logs back with TensorBoard's own reader.")},
+           "download_title": "The notebook alone: it runs in a clone of the course (the front page's Start) or in Colab",
+           "slides": "Slides", "slides_column": "slides", "page": "← the notebook's page", "note": "Note",
+           "stored": ("What you see below is this notebook's stored run, not a run on your machine. To run it on "
+                      "yours, open it in Colab (the badge above) or in a clone of the course (the front page's "
+                      "*Start*)."),
+           "tensorboard": ("Run live, this cell shows TensorBoard here: a frame onto the server the cell starts (the "
+                           "frame the text above describes). This static page has no such server, so it shows this "
+                           "note in its place; run the notebook to see the board. The cells above read the same "
+                           "logs back with TensorBoard's own reader.")},
     "ko": {"twin": "English", "twin_lang": "en", "colab": "Colab에서 열기", "download": ".ipynb 내려받기",
-           "slides": "슬라이드", "slides_column": "슬라이드",
-           "tensorboard": ("노트북에서는 이 자리에 TensorBoard가 실시간으로 나타납니다. 이 셀이 띄운 서버를 보여 주는 "
-                           "프레임인데, 정적인 이 페이지에는 그 서버가 없습니다. 보드를 보려면 노트북을 실행하세요. "
-                           "위의 셀들은 같은 로그를 TensorBoard의 리더로 다시 읽습니다.")},
+           "download_title": "노트북 파일만 받습니다: 강좌를 clone한 폴더(첫 페이지의 '시작하기')나 Colab에서 실행됩니다",
+           "slides": "슬라이드", "slides_column": "슬라이드", "page": "← 노트북 페이지", "note": "참고",
+           "stored": ("아래 출력은 이 노트북에 저장된 실행 결과이며, 여러분의 컴퓨터에서 실행한 것이 아닙니다. 여러분의 "
+                      "컴퓨터에서 실행하려면 위의 배지로 Colab에서 열거나, 강좌를 clone한 폴더에서 여세요(첫 페이지의 "
+                      "*시작하기*)."),
+           "tensorboard": ("실행하면 이 셀은 여기에 TensorBoard를 보여 줍니다: 셀이 띄운 서버를 보여 주는 프레임(위 "
+                           "설명의 그 프레임)입니다. 정적인 이 페이지에는 그 서버가 없으므로 그 자리에 이 안내를 "
+                           "보여 줍니다. 보드를 보려면 노트북을 실행하세요. 위의 셀들은 같은 로그를 TensorBoard의 "
+                           "리더로 다시 읽습니다.")},
 }
 
 
@@ -67,6 +78,8 @@ def _repo_link(target: str, base: Path, lang: str, names: set[str]) -> str:
     if resolved.suffix == ".ipynb" and resolved.name in names and resolved.parent == (
             NOTEBOOKS if lang == "en" else NOTEBOOKS / lang):
         return resolved.name + (f"#{anchor}" if anchor else "")
+    if lang != "en" and resolved.suffix == ".ipynb" and resolved.parent == NOTEBOOKS and resolved.exists():
+        return f"../{resolved.stem}.html"   # the English original's page, one folder up
     try:
         rel = resolved.relative_to(ROOT).as_posix()
     except ValueError:
@@ -76,7 +89,12 @@ def _repo_link(target: str, base: Path, lang: str, names: set[str]) -> str:
 
 
 def _links(text: str, base: Path, lang: str, names: set[str]) -> str:
-    return re.sub(r"\]\(([^)\s]+)\)", lambda m: f"]({_repo_link(m.group(1), base, lang, names)})", text)
+    def link(m: re.Match) -> str:
+        target = _repo_link(m.group(2), base, lang, names)
+        if target.startswith("../"):   # a page of the other build: plain HTML (MyST would look for a source file)
+            return f'<a href="{target}">{m.group(1)}</a>'
+        return f"[{m.group(1)}]({target})"
+    return re.sub(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)", link, text)
 
 
 def staged_notebook(path: Path, lang: str, names: set[str]) -> dict:
@@ -90,8 +108,23 @@ def staged_notebook(path: Path, lang: str, names: set[str]) -> dict:
             html = out.get("data", {}).get("text/html")
             if html and "tensorboard-frame" in "".join(html):
                 cell["outputs"][i] = {"output_type": "display_data", "metadata": {},
-                                      "data": {"text/plain": LABELS[lang]["tensorboard"]}}
+                                      "data": {"text/html": _admonition(LABELS[lang]["tensorboard"], lang),
+                                               "text/plain": LABELS[lang]["tensorboard"]}}
     nb["metadata"].pop("widgets", None)
+    return nb
+
+
+def _admonition(text: str, lang: str) -> str:
+    return (f'<div class="admonition note"><p class="admonition-title">{LABELS[lang]["note"]}</p>'
+            f"<p>{text}</p></div>")
+
+
+def with_stored_run_note(nb: dict, lang: str) -> dict:
+    """The notebook as its page shows it: a note under the title that the outputs are the stored run."""
+    nb = copy.deepcopy(nb)
+    note = {"cell_type": "markdown", "id": "site-stored-run", "metadata": {},
+            "source": f"```{{note}}\n{LABELS[lang]['stored']}\n```"}
+    nb["cells"].insert(1, note)
     return nb
 
 
@@ -114,14 +147,13 @@ def front_page(lang: str, names: list[str]) -> str:
     lines = readme.splitlines()
     title = lines[0]
     first_section = next(i for i, line in enumerate(lines) if line.startswith("## "))
-    intro = [line for line in lines[1:first_section]
-             if not re.match(r"^(\*\*한국어\*\*:|\[English\]\(README\.md\))", line)]
-    headings = {"en": ("The notebooks", "Results on reference hardware"),
-                "ko": ("노트북", "기준 하드웨어에서의 결과")}[lang]
-    table = _section(readme, headings[0])
-    results = _section(readme, headings[1], end="<!-- results:end -->")
-    folder = "notebooks/" if lang == "en" else f"notebooks/{lang}/"
-    table = table.replace(f"]({folder}", "](")
+    intro = [line for line in lines[1:first_section]   # the header's switch replaces the README's language line
+             if not re.match(r"^(\*\*한국어판?\*\*:|\[English\]\(README\.md\))", line)]
+    headings = {"en": ("Start", "The notebooks", "Results on reference hardware"),
+                "ko": ("시작하기", "노트북", "기준 하드웨어에서의 결과")}[lang]
+    start = _section(readme, headings[0])
+    table = _section(readme, headings[1])
+    results = _section(readme, headings[2], end="<!-- results:end -->")
     rows = []
     for line in table.splitlines():   # a column with each notebook's slides
         m = re.match(r"^\| (\d\d) \|", line)
@@ -133,7 +165,8 @@ def front_page(lang: str, names: list[str]) -> str:
         elif line.startswith("| #"):
             line += f" {LABELS[lang]['slides_column']} |"
         rows.append(line)
-    body = "\n".join([title, "", *intro, "", "\n".join(rows), "", results.replace("<!-- results:start -->", "")])
+    body = "\n".join([title, "", *intro, "", "\n".join(rows), "", results.replace("<!-- results:start -->", ""),
+                      "", start])
     body = re.sub(rf"\[!\[([^\]]*)\]\({re.escape(COLAB_BADGE)}\)\]\(([^)]+)\)",   # the badge, from the site
                   r'<a href="\2"><img src="_static/colab-badge.svg" alt="\1" height="20"></a>', body)
     body = _links(body, ROOT, lang, set(names))
@@ -154,9 +187,12 @@ def page_links(lang: str, names: list[str]) -> dict:
                        "colab": f"https://colab.research.google.com/github/{repo.split('github.com/')[-1]}"
                                 f"/blob/main/{folder}/{name}",
                        "download": f"_notebooks/{name}", "download_name": name,
+                       "download_title": labels["download_title"],
                        "slides": f"slides/{stem}.slides.html",
                        "labels": labels}
     pages["index"]["labels"] = labels
+    for page in ("search", "genindex"):
+        pages[page] = {**pages["index"], "twin": f"{twin_prefix}{page}.html"}
     return pages
 
 
@@ -168,21 +204,30 @@ def _sphinx(stage: Path, out: Path, doctrees: Path, lang: str) -> subprocess.Pop
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
 
 
-def slides(notebook: Path, nb: dict, out: Path, reveal: str, mathjax: str) -> Path:
+def slides(notebook: Path, nb: dict, out: Path, lang: str) -> Path:
     """One notebook (as staged for the site) as a reveal.js deck served from the site itself (``web/course_reveal``)."""
+    import nbformat
+    from nbconvert import SlidesExporter
     nb = copy.deepcopy(nb)
     for cell in nb["cells"]:   # a link to another notebook: its page, one folder up
         if cell["cell_type"] == "markdown":
             cell["source"] = re.sub(r"\]\((\d\d_[\w-]+)\.ipynb", r"](../\1.html", cell["source"])
-    cell_title = nb["cells"][0]["source"].splitlines()[0].lstrip("# ").strip()
-    nb["metadata"]["title"] = f"{cell_title}"
-    from nbconvert import SlidesExporter
+    title = nb["cells"][0]["source"].splitlines()[0].lstrip("# ").strip()
+    nb["metadata"]["title"] = title
+    labels, stem = LABELS[lang], notebook.stem
     exporter = SlidesExporter(template_name="course_reveal", extra_template_basedirs=[str(WEB)],
-                              reveal_url_prefix=reveal, reveal_theme="white", reveal_scroll=True, reveal_number="c/t",
-                              reveal_width="1200", reveal_height="800")
-    import nbformat
-    body, _ = exporter.from_notebook_node(nbformat.from_dict(nb), resources={"course": {"mathjax": mathjax}})
-    target = out / f"{notebook.stem}.slides.html"
+                              reveal_url_prefix="../_reveal" if lang == "en" else "../../_reveal",
+                              reveal_theme="white", reveal_scroll=True, reveal_number="c/t",
+                              reveal_width="1280", reveal_height="800", exclude_input_prompt=True,
+                              exclude_output_prompt=True, language_code=lang)
+    course = {"mathjax": "../_static/mathjax/tex-chtml.js", "page": f"../{stem}.html", "page_label": labels["page"],
+              "twin": f"../ko/slides/{stem}.slides.html" if lang == "en" else f"../../slides/{stem}.slides.html",
+              "twin_label": labels["twin"], "twin_lang": labels["twin_lang"]}
+    # nbformat.reads, not from_dict: it joins the multi-line fields (a stored output's list of lines)
+    body, _ = exporter.from_notebook_node(nbformat.reads(json.dumps(nb), as_version=4), resources={"course": course})
+    body = body.replace(f"<title>{html.escape(title, quote=False)} slides</title>",
+                        f"<title>{html.escape(title, quote=False)} · {labels['slides']}</title>")
+    target = out / f"{stem}.slides.html"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(body, encoding="utf-8")
     return target
@@ -219,7 +264,8 @@ def build(out: Path = DEFAULT_OUT, verbose: bool = True) -> dict:
             stage.mkdir()
             staged[lang] = {p.name: staged_notebook(p, lang, set(names)) for p in paths}
             for name, nb in staged[lang].items():
-                (stage / name).write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
+                (stage / name).write_text(json.dumps(with_stored_run_note(nb, lang), ensure_ascii=False),
+                                          encoding="utf-8")
             (stage / "index.md").write_text(front_page(lang, names), encoding="utf-8")
             (stage / PAGES_FILE).write_text(json.dumps(page_links(lang, names), ensure_ascii=False),
                                             encoding="utf-8")
@@ -229,8 +275,7 @@ def build(out: Path = DEFAULT_OUT, verbose: bool = True) -> dict:
         for lang, (process, paths, site) in builds.items():
             (site / "slides").mkdir(parents=True, exist_ok=True)
             for p in paths:   # while Sphinx runs
-                deck = slides(p, staged[lang][p.name], site / "slides",
-                              "../../_reveal" if lang != "en" else "../_reveal", "../_static/mathjax/tex-chtml.js")
+                deck = slides(p, staged[lang][p.name], site / "slides", lang)
                 report["slides"].append(str(deck.relative_to(out)))
         for lang, (process, paths, site) in builds.items():
             said, _ = process.communicate(timeout=600)

@@ -36,7 +36,12 @@ html_favicon = "_static/favicon.svg"
 html_context = {"default_mode": "light"}   # the theme's colour mode until the reader picks one
 html_show_sourcelink = False
 html_copy_source = False
+from helpers.publish import repository  # noqa: E402  (the course's address, from pyproject.toml)
+
 html_theme_options = {
+    "repository_url": repository(),
+    "use_repository_button": True,
+    "footer_content_items": ["copyright.html", "last-updated.html", "extra-footer.html"],
     "article_header_end": ["course-links.html", "article-header-buttons.html"],
     "use_download_button": False,
     "use_fullscreen_button": False,

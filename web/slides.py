@@ -10,7 +10,11 @@ metadata by hand:
   ``### `` part a sub-slide (reveal.js's vertical slides);
 * a code cell that draws a plot, or asserts what the section claims, is a sub-slide of its section;
 * the rest of the prose goes to the speaker notes (reveal.js's ``S`` key), the rest of the code is
-  skipped (it is on the site and in the notebook).
+  skipped (it is on the site and in the notebook), and so are the exercises' code cells (a deck
+  would show their unanswered checks).
+
+A heading starts a slide only as a cell's first line, so a section's heading opens a markdown cell
+of its own (``--check`` also lists headings in the middle of a cell).
 
 ``python -m web.slides`` writes the rule into the English notebooks (``notebooks/ko`` copies it when
 ``python -m i18n.build`` runs); ``python -m web.slides --check`` says which cells differ.
@@ -44,6 +48,9 @@ def slide_type(cells: list[dict], index: int) -> str:
         return "subslide" if src.startswith("### ") else "notes"
     if cell["cell_type"] != "code" or src.startswith("# Setup (the same in every notebook)"):
         return "skip"
+    if "check(" in src or any(c["cell_type"] == "markdown" and _source(c).startswith("## Exercises")
+                              for c in cells[:index]):
+        return "skip"
     drawn = any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
     return "subslide" if drawn or ASSERT.search(src) else "skip"
 
@@ -53,6 +60,12 @@ def marked(notebook: dict) -> list[tuple[str, str | None, str]]:
     cells = notebook["cells"]
     return [(c.get("id", str(i)), c.get("metadata", {}).get("slideshow", {}).get("slide_type"),
              slide_type(cells, i)) for i, c in enumerate(cells)]
+
+
+def mid_cell_headings(notebook: dict) -> list[tuple[str, str]]:
+    """Markdown cells with a ``## `` or ``### `` heading after their first line: (cell id, heading)."""
+    return [(c.get("id", "?"), line) for c in notebook["cells"] if c["cell_type"] == "markdown"
+            for line in _source(c).splitlines()[1:] if re.match(r"#{2,3} ", line)]
 
 
 def english_notebooks() -> list[Path]:
@@ -79,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         wrong = [f"{p.name} {cid}: {have} (the rule says {want})" for p in english_notebooks()
                  for cid, have, want in marked(json.loads(p.read_text(encoding="utf-8"))) if have != want]
+        wrong += [f"{p.name} {cid}: a heading in the middle of the cell: {line}" for p in english_notebooks()
+                  for cid, line in mid_cell_headings(json.loads(p.read_text(encoding="utf-8")))]
         print("\n".join(wrong) or "every cell's slide type follows the rule")
         return 1 if wrong else 0
     changed = [p.name for p in english_notebooks() if mark(p)]
