@@ -36,6 +36,8 @@ LABELS = {
     "en": {"twin": "한국어", "twin_lang": "ko", "colab": "Open in Colab", "download": "Download .ipynb",
            "download_title": "The notebook alone: it runs in a clone of the course (the front page's Start) or in Colab",
            "slides": "Slides", "slides_column": "slides", "page": "← the notebook's page", "note": "Note",
+           "front": ("Each page shows its notebook's stored run, made on the hardware its outputs name; run a "
+                     "notebook in Colab or in a clone of the course (Start, below) to measure yours."),
            "stored": ("What you see below is this notebook's stored run, not a run on your machine. To run it on "
                       "yours, open it in Colab (the badge above) or in a clone of the course (the front page's "
                       "*Start*)."),
@@ -46,6 +48,8 @@ LABELS = {
     "ko": {"twin": "English", "twin_lang": "en", "colab": "Colab에서 열기", "download": ".ipynb 내려받기",
            "download_title": "노트북 파일만 받습니다: 강좌를 clone한 폴더(첫 페이지의 '시작하기')나 Colab에서 실행됩니다",
            "slides": "슬라이드", "slides_column": "슬라이드", "page": "← 노트북 페이지", "note": "참고",
+           "front": ("각 페이지는 노트북에 저장된 실행을 보여 주며, 그 실행의 하드웨어는 출력에 적혀 있습니다. 여러분의 "
+                     "수치는 노트북을 Colab이나 강좌를 clone한 폴더(아래 '시작하기')에서 실행해 측정하세요."),
            "stored": ("아래 출력은 이 노트북에 저장된 실행 결과이며, 여러분의 컴퓨터에서 실행한 것이 아닙니다. 여러분의 "
                       "컴퓨터에서 실행하려면 위의 배지로 Colab에서 열거나, 강좌를 clone한 폴더에서 여세요(첫 페이지의 "
                       "*시작하기*)."),
@@ -165,8 +169,9 @@ def front_page(lang: str, names: list[str]) -> str:
         elif line.startswith("| #"):
             line += f" {LABELS[lang]['slides_column']} |"
         rows.append(line)
-    body = "\n".join([title, "", *intro, "", "\n".join(rows), "", results.replace("<!-- results:start -->", ""),
-                      "", start])
+    note = f"```{{note}}\n{LABELS[lang]['front']}\n```"
+    body = "\n".join([title, "", *intro, "", note, "", start, "", "\n".join(rows), "",
+                      results.replace("<!-- results:start -->", "")])
     body = re.sub(rf"\[!\[([^\]]*)\]\({re.escape(COLAB_BADGE)}\)\]\(([^)]+)\)",   # the badge, from the site
                   r'<a href="\2"><img src="_static/colab-badge.svg" alt="\1" height="20"></a>', body)
     body = _links(body, ROOT, lang, set(names))
@@ -209,9 +214,10 @@ def slides(notebook: Path, nb: dict, out: Path, lang: str) -> Path:
     import nbformat
     from nbconvert import SlidesExporter
     nb = copy.deepcopy(nb)
-    for cell in nb["cells"]:   # a link to another notebook: its page, one folder up
+    for cell in nb["cells"]:   # links to pages: the deck is one folder further down than its page
         if cell["cell_type"] == "markdown":
             cell["source"] = re.sub(r"\]\((\d\d_[\w-]+)\.ipynb", r"](../\1.html", cell["source"])
+            cell["source"] = cell["source"].replace('<a href="../', '<a href="../../')
     title = nb["cells"][0]["source"].splitlines()[0].lstrip("# ").strip()
     nb["metadata"]["title"] = title
     labels, stem = LABELS[lang], notebook.stem
