@@ -64,7 +64,10 @@ class Problems:
         self.seen: list[str] = []
         page.on("console", lambda m: self.seen.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
         page.on("pageerror", lambda e: self.seen.append(f"uncaught: {e}"))
-        page.on("requestfailed", lambda r: self.seen.append(f"failed to load {r.url}: {r.failure}"))
+        # net::ERR_ABORTED: a request the browser dropped because the test moved on to the next page (a favicon,
+        # say); a file that is missing answers 404, which the response handler below reports
+        page.on("requestfailed", lambda r: None if "ERR_ABORTED" in (r.failure or "") else
+                self.seen.append(f"failed to load {r.url}: {r.failure}"))
         page.on("response", lambda r: self.seen.append(f"HTTP {r.status} for {r.url}") if r.status >= 400 else None)
 
     def take(self) -> list[str]:

@@ -57,6 +57,12 @@ def test_the_site_builds_every_notebook_in_both_languages_without_a_warning(buil
         assert "tensorboard-frame" not in page and site.LABELS[lang]["tensorboard"] in page
 
 
+def test_the_build_writes_only_into_its_folder(built):
+    out, _ = built
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name]
+    assert not list(out.rglob("jupyter_execute")), "MyST-NB's copies of the notebooks are not part of the site"
+
+
 def test_no_page_loads_anything_from_the_network(built):
     out, _ = built
     external = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[\"'](?:https?:)?//", re.I)

@@ -277,18 +277,22 @@ def build(out: Path = DEFAULT_OUT, verbose: bool = True) -> dict:
                                             encoding="utf-8")
             if verbose:
                 print(f"[{lang}] Sphinx: {len(names)} notebooks and the front page …", flush=True)
-            builds[lang] = (_sphinx(stage, site, Path(tmp) / f"doctrees-{lang}", lang), paths, site)
-        for lang, (process, paths, site) in builds.items():
+            # Sphinx writes into the temporary folder (MyST-NB puts its copies of the notebooks in the html folder's
+            # parent, jupyter_execute/): only the html folder is moved into the site
+            html_dir = Path(tmp) / f"build-{lang}" / "html"
+            builds[lang] = (_sphinx(stage, html_dir, Path(tmp) / f"doctrees-{lang}", lang), paths, site, html_dir)
+        for lang, (process, paths, site, _) in builds.items():
             (site / "slides").mkdir(parents=True, exist_ok=True)
             for p in paths:   # while Sphinx runs
                 deck = slides(p, staged[lang][p.name], site / "slides", lang)
                 report["slides"].append(str(deck.relative_to(out)))
-        for lang, (process, paths, site) in builds.items():
+        for lang, (process, paths, site, html_dir) in builds.items():
             said, _ = process.communicate(timeout=600)
             warnings = (Path(tmp) / f"warnings-{lang}.txt")
             report["warnings"][lang] = warnings.read_text() if warnings.exists() else ""
             if process.returncode:
                 raise RuntimeError(f"Sphinx failed on the {lang} pages (exit {process.returncode}):\n{said}")
+            shutil.copytree(html_dir, site, dirs_exist_ok=True)
             (site / "_notebooks").mkdir()
             for p in paths:
                 shutil.copy2(p, site / "_notebooks" / p.name)
