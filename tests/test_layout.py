@@ -1,7 +1,7 @@
 """The helpers package shows the course's architecture, and stays readable (issue: recipes and instruments).
 
 - the core imports no lesson, and no lesson imports another (they share through the core);
-- no module is longer than 300 lines, in helpers/ and in tests/, tests/gpu/ and i18n/ too;
+- no module is longer than 300 lines, in helpers/ and in tests/, tests/gpu/, i18n/ and web/ too;
 - a new notebook's lesson is found by looking: its exercises by ``check`` and its benchmark by
   ``python -m helpers.bench``, with no central list to edit;
 - every public function and class says, in its docstring, which notebook it serves, and every
@@ -101,11 +101,11 @@ def test_no_module_is_longer_than_300_lines(path):
 
 ROOT = Path(__file__).resolve().parent.parent
 OTHER_MODULES = sorted([*(ROOT / "tests").glob("*.py"), *(ROOT / "tests" / "gpu").glob("*.py"),
-                        *(ROOT / "i18n").glob("*.py")])
+                        *(ROOT / "i18n").glob("*.py"), *(ROOT / "web").glob("*.py")])
 
 
 @pytest.mark.parametrize("path", OTHER_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_test_or_i18n_module_is_longer_than_300_lines(path):
+def test_no_test_i18n_or_web_module_is_longer_than_300_lines(path):
     n = len(path.read_text().splitlines())
     assert n <= 300, (f"{path.relative_to(ROOT)} has {n} lines; split it by what it tests (tests/README.md: "
                       "'Where a test goes'), moving each test whole under its own name")

@@ -11,7 +11,12 @@ metadata by hand:
 * a code cell that draws a plot, or asserts what the section claims, is a sub-slide of its section;
 * the rest of the prose goes to the speaker notes (reveal.js's ``S`` key), the rest of the code is
   skipped (it is on the site and in the notebook), and so are the exercises' code cells (a deck
-  would show their unanswered checks).
+  would show their unanswered checks);
+* on the site's decks (``deck_cells``), a long slide cell keeps its heading and its opening sentences
+  (the claim) on the slide and moves the rest of its prose to that slide's speaker notes
+  (``claim_and_notes``); a cell whose text opens with a list or a table (the goals, a recap) and the
+  exercises stay whole; and a prose cell goes to the notes of the plot or assert it precedes in its
+  section. RISE, live in JupyterLab, shows each cell whole, in the notebook's order.
 
 A heading starts a slide only as a cell's first line, so a section's heading opens a markdown cell
 of its own (``--check`` also lists headings in the middle of a cell).
@@ -53,6 +58,79 @@ def slide_type(cells: list[dict], index: int) -> str:
         return "skip"
     drawn = any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
     return "subslide" if drawn or ASSERT.search(src) else "skip"
+
+
+KEEP_WHOLE = 900      # characters: a slide cell up to this long stays whole on its slide
+CLAIM = 420           # characters: the opening sentences kept on the slide reach at least this far
+LONGEST = 1500        # characters: an opening longer than this stops at an earlier sentence if it can
+LEAST_NOTES = 200     # characters: fewer left for the notes, and the cell stays whole
+ABBREVIATION = re.compile(r"(\b(al|e\.g|i\.e|vs|cf|Fig|Eq|No)|^\s*\d+)\.$", re.M)   # "et al.", "1." ...
+BLOCK = re.compile(r"\s*((\d+\.|[-*+])\s|\||>|```)")   # a list, a table, a quote or code opens the text
+
+
+def _cuts(body: str) -> list[tuple[int, bool]]:
+    """Where ``body`` may be cut, and whether each cut ends a paragraph: after a sentence of prose (the next one
+    starts with no lowercase letter or digit, and the dot ends no abbreviation or list number) or after a
+    paragraph, never inside code, a link, brackets or a list."""
+    cuts = {}
+    for m in re.finditer(r"(?<=[.!?])[ \t]*\n?[ \t]*(?=[^a-z\d\s])|\n[ \t]*\n\s*(?=\S)", body):
+        head = body[:m.start()]
+        if (ABBREVIATION.search(head) or head.count("```") % 2 or head.replace("```", "").count("`") % 2
+                or head.count("[") != head.count("]") or head.count("(") != head.count(")")):
+            continue
+        ends_paragraph = "\n\n" in m.group().replace(" ", "").replace("\t", "")
+        paragraph = head[head.rfind("\n\n") + 2:] if "\n\n" in head else head
+        if not ends_paragraph and any(BLOCK.match(line) for line in paragraph.split("\n")):
+            continue   # no cut inside a list or a table, only after it
+        cuts[m.start()] = cuts.get(m.start(), False) or ends_paragraph
+    return sorted(cuts.items())
+
+
+def claim_and_notes(text: str) -> tuple[str, str]:
+    """A slide cell's text split for a deck: (the heading and its opening sentences, the rest for the notes).
+
+    The notes are empty (the cell stays whole) when the cell is short, has no heading, opens with a list or
+    a table, has no safe cut, or would send a numbered list (the exercises) to the notes. An opening that ends with a colon keeps the block it introduces."""
+    heading, _, body = text.strip().partition("\n")
+    body = body.strip()
+    if len(text) <= KEEP_WHOLE or not body or BLOCK.match(body) or not heading.startswith("#"):
+        return text, ""
+    cuts = [(c, par) for c, par in _cuts(body) if c < len(body)]
+    cut = next((c for c, _ in cuts if c >= CLAIM), None)
+    earlier = [c for c, _ in cuts if c < CLAIM]
+    if cut is None or (cut > LONGEST and earlier):
+        cut = max(earlier, default=None)
+    if cut is not None and body[:cut].rstrip().endswith(":"):
+        after = next((c for c, par in cuts if c > cut and par), None)
+        before = [c for c, _ in cuts if c < cut]
+        cut = max(before) if before and (after is None or after > LONGEST) else after
+    if cut is None or len(body) - cut < LEAST_NOTES or re.match(r"\s*1\. ", body[cut:]):
+        return text, ""   # too little for the notes, or a numbered list (the exercises) that is the slide
+    return f"{heading}\n\n{body[:cut].rstrip()}", body[cut:].strip()
+
+
+def deck_cells(cells: list[dict]) -> list[dict]:
+    """The cells as the site's deck shows them (copies): each long slide cut by ``claim_and_notes``, its rest
+    in its own notes; a prose cell that precedes a plot or an assert of its section (the notebooks explain,
+    then run) goes to that slide's notes, so that the speaker reads it while its slide is on the screen."""
+    out, waiting = [], []
+    for i, cell in enumerate(cells):
+        kind = cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
+        if kind == "notes":
+            waiting.append(cell)
+        elif kind in ("slide", "subslide") and cell["cell_type"] == "code":
+            out += [cell] + waiting
+            waiting = []
+        elif kind in ("slide", "subslide"):
+            text, notes = claim_and_notes(_source(cell))
+            out += waiting + [{**cell, "source": text}]
+            waiting = []
+            if notes:
+                out.append({"cell_type": "markdown", "id": f"{cell.get('id', i)}-notes", "source": notes,
+                            "metadata": {"slideshow": {"slide_type": "notes"}}})
+        else:
+            out.append(cell)
+    return out + waiting
 
 
 def marked(notebook: dict) -> list[tuple[str, str | None, str]]:
