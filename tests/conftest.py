@@ -14,11 +14,17 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 
-# Each run of the suite (a nested one too) keeps its Ray sessions in a folder of its own, inherited by
-# the kernels and processes it starts: the clean-up at the end (pytest_sessionfinish) ends only those,
-# never a notebook's Ray session or another run's on the same machine.
-_RAY_DIR = tempfile.mkdtemp(prefix="bog-t")
-os.environ["BEYOND_ONE_GPU_RAY_DIR"] = _RAY_DIR
+# Each run of the suite (a nested one too, and each xdist worker) keeps its Ray sessions in a folder of its
+# own, inherited by the kernels and processes it starts: the clean-up at the end (pytest_sessionfinish) ends
+# only those, never a notebook's Ray session or another run's on the same machine. Made when a session
+# starts, not at import: a rank that imports a test module (and so this file) makes none to leave behind.
+_RAY_DIR = None
+
+
+def pytest_configure(config):
+    global _RAY_DIR
+    _RAY_DIR = tempfile.mkdtemp(prefix="bog-t")
+    os.environ["BEYOND_ONE_GPU_RAY_DIR"] = _RAY_DIR
 
 
 FORKSERVER = "multiprocessing.forkserver"
@@ -155,7 +161,8 @@ def pytest_sessionfinish(session, exitstatus):
         end_processes(left)
         print("\nProcesses left behind by the test suite (now ended):\n  " + "\n  ".join(names))
         session.exitstatus = 1
-    shutil.rmtree(_RAY_DIR, ignore_errors=True)
+    if _RAY_DIR:
+        shutil.rmtree(_RAY_DIR, ignore_errors=True)
 
 
 @pytest.fixture

@@ -143,3 +143,12 @@ def test_without_the_offline_drill_its_notebooks_and_tests_stay_in_the_suite():
     _leave_to_the_offline_drill(config, with_drill)
     kept = ["tests/test_ddp.py::t", OFFLINE_DRILL] if can_unshare() else [i.nodeid for i in items] + [OFFLINE_DRILL]
     assert [i.nodeid for i in with_drill] == kept and len(deselected) == (2 if can_unshare() else 0)
+
+
+def test_a_process_that_imports_a_test_module_leaves_no_folder_behind(tmp_path):
+    """A rank that unpickles a function from a test module imports it, and so conftest.py: only a pytest
+    session makes the suite's Ray folder (and removes it at its end), so such a rank leaves nothing in /tmp."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    code = "import sys; sys.path[:0] = ['tests', '.']; import conftest, test_pipeline"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, timeout=120)
+    assert not list(tmp_path.iterdir())
