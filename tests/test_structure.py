@@ -36,6 +36,7 @@ def test_anatomy(path):
     assert _src(code[0]).strip() == setup_cell(), "the first code cell must be the common setup cell (helpers/publish.py)"
     md = "\n".join(_src(c) for c in cells if c["cell_type"] == "markdown")
     assert "## Exercises" in md and "## Recap" in md
+    assert md.index("## Recap") < md.index("## Exercises"), "the recap comes before the exercises (COURSE.md)"
     assert any("check(" in _src(c) for c in code), "exercises need at least one self-check"
 
 

@@ -205,7 +205,7 @@ def slides(notebook: Path, nb: dict, out: Path, lang: str) -> Path:
                               exclude_output_prompt=True, language_code=lang)
     course = {"mathjax": "../_static/mathjax/tex-chtml.js", "page": f"../{stem}.html", "page_label": labels["page"],
               "twin": f"../ko/slides/{stem}.slides.html" if lang == "en" else f"../../slides/{stem}.slides.html",
-              "twin_label": labels["twin"], "twin_lang": labels["twin_lang"]}
+              "twin_label": labels["twin"], "twin_lang": labels["twin_lang"], "code_label": labels["code"]}
     # nbformat.reads, not from_dict: it joins the multi-line fields (a stored output's list of lines)
     body, _ = exporter.from_notebook_node(nbformat.reads(json.dumps(nb), as_version=4), resources={"course": course})
     body = body.replace(f"<title>{html.escape(title, quote=False)} slides</title>",

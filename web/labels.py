@@ -5,6 +5,7 @@ LABELS = {
     "en": {"twin": "한국어", "twin_lang": "ko", "colab": "Open in Colab", "download": "Download .ipynb",
            "download_title": "The notebook alone: it runs in a clone of the course (the front page's Start) or in Colab",
            "slides": "Slides", "slides_column": "slides", "page": "← the notebook's page", "note": "Note",
+           "code": "the cell's code (click to open)",
            "front": ("Each page shows its notebook's stored run, made on the hardware its outputs name; run a "
                      "notebook in Colab or in a clone of the course (Start, below) to measure yours."),
            "stored": ("What you see below is this notebook's stored run, not a run on your machine. To run it on "
@@ -17,6 +18,7 @@ LABELS = {
     "ko": {"twin": "English", "twin_lang": "en", "colab": "Colab에서 열기", "download": ".ipynb 내려받기",
            "download_title": "노트북 파일만 받습니다: 강좌를 clone한 폴더(첫 페이지의 '시작하기')나 Colab에서 실행됩니다",
            "slides": "슬라이드", "slides_column": "슬라이드", "page": "← 노트북 페이지", "note": "참고",
+           "code": "셀의 코드 (눌러서 열기)",
            "front": ("각 페이지는 노트북에 저장된 실행을 보여 주며, 그 실행의 하드웨어는 출력에 적혀 있습니다. 여러분의 "
                      "수치는 노트북을 Colab이나 강좌를 clone한 폴더(아래 '시작하기')에서 실행해 측정하세요."),
            "stored": ("아래 출력은 이 노트북에 저장된 실행 결과이며, 여러분의 컴퓨터에서 실행한 것이 아닙니다. 여러분의 "

@@ -8,15 +8,17 @@ metadata by hand:
 
 * the title, the learning goals and each ``## `` section (its claim) start a slide, and each
   ``### `` part a sub-slide (reveal.js's vertical slides);
-* a code cell that draws a plot, or asserts what the section claims, is a sub-slide of its section;
+* a code cell that draws a plot, or asserts what the section claims, is a sub-slide of its section,
+  and so is a code cell that the prose before it introduces with a colon ("the plan:");
 * the rest of the prose goes to the speaker notes (reveal.js's ``S`` key), the rest of the code is
   skipped (it is on the site and in the notebook), and so are the exercises' code cells (a deck
-  would show their unanswered checks);
-* on the site's decks (``deck_cells``), a long slide cell keeps its heading and its opening sentences
-  (the claim) on the slide and moves the rest of its prose to that slide's speaker notes
-  (``claim_and_notes``); a cell whose text opens with a list or a table (the goals, a recap) and the
-  exercises stay whole; and a prose cell goes to the notes of the plot or assert it precedes in its
-  section. RISE, live in JupyterLab, shows each cell whole, in the notebook's order.
+  would show their unanswered checks) and a cell tagged ``slides-skip`` (a clean-up);
+* on the site's decks (``deck_cells``), a long slide cell keeps its heading and its opening (the claim:
+  its first paragraph, or its first sentences) on the slide and moves the rest of its prose to that
+  slide's speaker notes (``claim_and_notes``); a cell that opens with a list or a table (the goals, a
+  recap) keeps it and moves what follows it; the exercises stay whole; a prose cell goes to the notes
+  of the plot or assert it precedes in its section; and a plot's code is folded under its figure.
+  RISE, live in JupyterLab, shows each cell whole, in the notebook's order.
 
 A heading starts a slide only as a cell's first line, so a section's heading opens a markdown cell
 of its own (``--check`` also lists headings in the middle of a cell).
@@ -30,6 +32,7 @@ import argparse
 import json
 import re
 import sys
+import unicodedata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,19 +56,27 @@ def slide_type(cells: list[dict], index: int) -> str:
         return "subslide" if src.startswith("### ") else "notes"
     if cell["cell_type"] != "code" or src.startswith("# Setup (the same in every notebook)"):
         return "skip"
-    if "check(" in src or any(c["cell_type"] == "markdown" and _source(c).startswith("## Exercises")
-                              for c in cells[:index]):
+    if "check(" in src or "slides-skip" in cell.get("metadata", {}).get("tags", []) or any(
+            c["cell_type"] == "markdown" and _source(c).startswith("## Exercises") for c in cells[:index]):
         return "skip"
     drawn = any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
-    return "subslide" if drawn or ASSERT.search(src) else "skip"
+    introduced = cells[index - 1]["cell_type"] == "markdown" and _source(cells[index - 1]).rstrip().endswith(":")
+    return "subslide" if drawn or introduced or ASSERT.search(src) else "skip"
 
 
-KEEP_WHOLE = 900      # characters: a slide cell up to this long stays whole on its slide
-CLAIM = 420           # characters: the opening sentences kept on the slide reach at least this far
-LONGEST = 1500        # characters: an opening longer than this stops at an earlier sentence if it can
-LEAST_NOTES = 200     # characters: fewer left for the notes, and the cell stays whole
+KEEP_WHOLE = 900      # columns (a Hangul character takes two): a slide cell up to this wide stays whole
+CLAIM = 420           # columns: the opening sentences kept on the slide reach at least this far
+SHORTEST = 150        # columns: a first paragraph at least this wide is the claim by itself
+LONGEST = 1100        # columns: an opening wider than this stops at an earlier sentence if it can
+LEAST_NOTES = 200     # columns: fewer left for the notes, and the cell stays whole
 ABBREVIATION = re.compile(r"(\b(al|e\.g|i\.e|vs|cf|Fig|Eq|No)|^\s*\d+)\.$", re.M)   # "et al.", "1." ...
 BLOCK = re.compile(r"\s*((\d+\.|[-*+])\s|\||>|```)")   # a list, a table, a quote or code opens the text
+
+
+def width(text: str) -> int:
+    """How wide ``text`` reads on a slide: link targets and markup left out, wide (CJK) characters as two."""
+    shown = re.sub(r"\]\([^)\s]*\)", "]", text).translate({ord(c): None for c in "`*[]"})
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in shown)
 
 
 def _cuts(body: str) -> list[tuple[int, bool]]:
@@ -87,24 +98,33 @@ def _cuts(body: str) -> list[tuple[int, bool]]:
 
 
 def claim_and_notes(text: str) -> tuple[str, str]:
-    """A slide cell's text split for a deck: (the heading and its opening sentences, the rest for the notes).
+    """A slide cell's text split for a deck: (the heading and its opening, the rest for the notes).
 
-    The notes are empty (the cell stays whole) when the cell is short, has no heading, opens with a list or
-    a table, has no safe cut, or would send a numbered list (the exercises) to the notes. An opening that ends with a colon keeps the block it introduces."""
+    The opening is the first paragraph when it is at least ``SHORTEST`` wide, else the first sentences up
+    to ``CLAIM``; an opening that ends with a colon keeps the block it introduces when that fits
+    ``KEEP_WHOLE``, else stops before it. A cell that opens with a list or a table keeps it. The notes are
+    empty (the cell stays whole) when the cell is narrow, has no heading, has no safe cut, leaves less than
+    ``LEAST_NOTES`` or would send a numbered list (the exercises) to the notes."""
     heading, _, body = text.strip().partition("\n")
     body = body.strip()
-    if len(text) <= KEEP_WHOLE or not body or BLOCK.match(body) or not heading.startswith("#"):
+    if width(text) <= KEEP_WHOLE or not body or not heading.startswith("#"):
         return text, ""
     cuts = [(c, par) for c, par in _cuts(body) if c < len(body)]
-    cut = next((c for c, _ in cuts if c >= CLAIM), None)
-    earlier = [c for c, _ in cuts if c < CLAIM]
-    if cut is None or (cut > LONGEST and earlier):
-        cut = max(earlier, default=None)
-    if cut is not None and body[:cut].rstrip().endswith(":"):
-        after = next((c for c, par in cuts if c > cut and par), None)
-        before = [c for c, _ in cuts if c < cut]
-        cut = max(before) if before and (after is None or after > LONGEST) else after
-    if cut is None or len(body) - cut < LEAST_NOTES or re.match(r"\s*1\. ", body[cut:]):
+    if BLOCK.match(body):   # the list or the table is the slide; what follows it, the notes
+        cut = next((c for c, par in cuts if par and not BLOCK.match(body[c:].lstrip("\n"))
+                    and not body[c:].lstrip("\n").startswith(" ")), None)
+    else:
+        cut = next((c for c, par in cuts if par and SHORTEST <= width(body[:c]) < CLAIM), None) or \
+            next((c for c, _ in cuts if width(body[:c]) >= CLAIM), None)
+        earlier = [c for c, _ in cuts if width(body[:c]) < CLAIM]
+        if cut is None or (width(body[:cut]) > LONGEST and earlier):
+            cut = max(earlier, default=None)
+        if cut is not None and body[:cut].rstrip().endswith(":"):
+            after = next((c for c, par in cuts if c > cut and par), None)
+            before = [c for c, _ in cuts if c < cut]
+            cut = after if after is not None and (width(body[:after]) <= KEEP_WHOLE or not before) \
+                else max(before, default=None)
+    if cut is None or width(body[cut:]) < LEAST_NOTES or re.match(r"\s*1\. ", body[cut:]):
         return text, ""   # too little for the notes, or a numbered list (the exercises) that is the slide
     return f"{heading}\n\n{body[:cut].rstrip()}", body[cut:].strip()
 
@@ -112,14 +132,16 @@ def claim_and_notes(text: str) -> tuple[str, str]:
 def deck_cells(cells: list[dict]) -> list[dict]:
     """The cells as the site's deck shows them (copies): each long slide cut by ``claim_and_notes``, its rest
     in its own notes; a prose cell that precedes a plot or an assert of its section (the notebooks explain,
-    then run) goes to that slide's notes, so that the speaker reads it while its slide is on the screen."""
+    then run) goes to that slide's notes, so that the speaker reads it while its slide is on the screen; a
+    plot's code is marked to be folded (``deck_fold_input``: web/course_reveal shows the figure first)."""
     out, waiting = [], []
     for i, cell in enumerate(cells):
         kind = cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
         if kind == "notes":
             waiting.append(cell)
         elif kind in ("slide", "subslide") and cell["cell_type"] == "code":
-            out += [cell] + waiting
+            drawn = any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+            out += [{**cell, "metadata": {**cell["metadata"], "deck_fold_input": drawn}}] + waiting
             waiting = []
         elif kind in ("slide", "subslide"):
             text, notes = claim_and_notes(_source(cell))
