@@ -10,7 +10,7 @@ import pytest
 
 from browser import Problems, browser, needs_browser, screenshot, serve
 from web import build as site
-from web.slides import claim_and_notes
+from web.slides import LONG_CODE, claim_and_notes
 
 ROOT = Path(__file__).resolve().parent.parent
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -46,9 +46,10 @@ def test_the_site_builds_every_notebook_in_both_languages_without_a_warning(buil
             split = sum(bool(claim_and_notes("".join(c["source"]))[1]) for c in staged if c["cell_type"] == "markdown"
                         and c["metadata"]["slideshow"]["slide_type"] in ("slide", "subslide"))
             assert deck.count('<aside class="notes">') >= split, f"{nb.name}: a long slide's rest, in its notes"
-            drawn = sum(c["metadata"]["slideshow"]["slide_type"] == "subslide" and any(
-                "image/png" in o.get("data", {}) for o in c.get("outputs", [])) for c in staged)
-            assert deck.count('<details class="deck-code">') == drawn, f"{nb.name}: a plot's code folded"
+            folded = sum(c["metadata"]["slideshow"]["slide_type"] == "subslide" and c["cell_type"] == "code" and (
+                any("image/png" in o.get("data", {}) for o in c.get("outputs", []))
+                or "".join(c["source"]).count("\n") >= LONG_CODE) for c in staged)
+            assert deck.count('<details class="deck-code">') == folded, f"{nb.name}: a plot's code, long code, folded"
     front = (out / "index.html").read_text(encoding="utf-8")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| (\d\d_\w+) \| (\d+ s) \|", readme, re.M)

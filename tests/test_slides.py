@@ -44,9 +44,9 @@ def test_a_long_slide_keeps_its_claim_and_the_rest_goes_to_the_notes():
     assert claim_and_notes("## Short\n\nA short section stays whole.") == ("## Short\n\nA short section stays whole.", "")
     recap = "## Recap\n" + "- a point that the recap makes, in a sentence. More of it.\n" * 30
     assert claim_and_notes(recap) == (recap, "")   # a list is the slide
-    exercises = "## Exercises\nEach exercise ends with a check. " * 10 + "\n\n" + "1. A question? Answer it.\n" * 40
+    exercises = "## Exercises\n" + "Each exercise ends with a check. " * 10 + "\n\n" + "1. A question? Answer it.\n" * 40
     assert claim_and_notes(exercises) == (exercises, "")   # the exercises are not hidden in the notes
-    table = "## 1. Bytes\n\n" + "Training keeps, for each parameter, these bytes. " * 8 + \
+    table = "## 1. Bytes\n\n" + "Training keeps, for each parameter, these bytes. " * 7 + \
         "The table below lists each of them, for the three ways of counting:\n\n" + \
         "| a | b |\n|---|---|\n| 1 | 2 |\n\n" + "Sources and more words for the notes, in sentences. " * 9
     slide, notes = claim_and_notes(table)
@@ -54,7 +54,8 @@ def test_a_long_slide_keeps_its_claim_and_the_rest_goes_to_the_notes():
     korean = "## 1. 절\n\n" + "파이프라이닝은 스테이지를 겹치게 하며, 그 이득을 아래에서 잽니다. " * 30
     slide, notes = claim_and_notes(korean)
     assert notes and slide.endswith("잽니다.") and _words(slide) + _words(notes) == _words(korean)
-    assert width(slide) >= CLAIM > len(slide), "Hangul reads two columns wide: a Korean slide is not denser"
+    assert abs(width(slide) - CLAIM) < 70 and len(slide) < 0.7 * CLAIM, \
+        "Hangul reads two columns wide: a Korean slide is not denser"
     first = "## 3. Threads\n\n**The point: more threads are measured, not assumed**, on this machine. " * 2
     slide, notes = claim_and_notes(first + "\n\n" + "Details for the speaker, a sentence at a time. " * 30)
     assert slide == first.strip() and notes.startswith("Details"), "a first paragraph of its own is the claim"

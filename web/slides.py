@@ -17,7 +17,8 @@ metadata by hand:
   its first paragraph, or its first sentences) on the slide and moves the rest of its prose to that
   slide's speaker notes (``claim_and_notes``); a cell that opens with a list or a table (the goals, a
   recap) keeps it and moves what follows it; the exercises stay whole; a prose cell goes to the notes
-  of the plot or assert it precedes in its section; and a plot's code is folded under its figure.
+  of the plot or assert it precedes in its section; a plot's code (and long code) is folded, and its
+  figures come first.
   RISE, live in JupyterLab, shows each cell whole, in the notebook's order.
 
 A heading starts a slide only as a cell's first line, so a section's heading opens a markdown cell
@@ -56,7 +57,7 @@ def slide_type(cells: list[dict], index: int) -> str:
         return "subslide" if src.startswith("### ") else "notes"
     if cell["cell_type"] != "code" or src.startswith("# Setup (the same in every notebook)"):
         return "skip"
-    if "check(" in src or "slides-skip" in cell.get("metadata", {}).get("tags", []) or any(
+    if re.search(r"(?<![\w.])check\(", src) or "slides-skip" in cell.get("metadata", {}).get("tags", []) or any(
             c["cell_type"] == "markdown" and _source(c).startswith("## Exercises") for c in cells[:index]):
         return "skip"
     drawn = any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
@@ -65,11 +66,13 @@ def slide_type(cells: list[dict], index: int) -> str:
 
 
 KEEP_WHOLE = 900      # columns (a Hangul character takes two): a slide cell up to this wide stays whole
-CLAIM = 420           # columns: the opening sentences kept on the slide reach at least this far
+CLAIM = 420           # columns: the opening sentences kept on the slide end as near to this as they can
 SHORTEST = 150        # columns: a first paragraph at least this wide is the claim by itself
-LONGEST = 1100        # columns: an opening wider than this stops at an earlier sentence if it can
+LONGEST = 1000        # columns: an opening wider than this stops at an earlier sentence if it can
+LONG_CODE = 25        # lines: a sub-slide's code this long is folded, so that its output shows first
 LEAST_NOTES = 200     # columns: fewer left for the notes, and the cell stays whole
 ABBREVIATION = re.compile(r"(\b(al|e\.g|i\.e|vs|cf|Fig|Eq|No)|^\s*\d+)\.$", re.M)   # "et al.", "1." ...
+CODE = re.compile(r"^```.*?^```|(`+)(?!`).+?(?<!`)\1(?!`)", re.M | re.S)   # a fenced block, an inline span
 BLOCK = re.compile(r"\s*((\d+\.|[-*+])\s|\||>|```)")   # a list, a table, a quote or code opens the text
 
 
@@ -83,10 +86,11 @@ def _cuts(body: str) -> list[tuple[int, bool]]:
     """Where ``body`` may be cut, and whether each cut ends a paragraph: after a sentence of prose (the next one
     starts with no lowercase letter or digit, and the dot ends no abbreviation or list number) or after a
     paragraph, never inside code, a link, brackets or a list."""
+    code = [m.span() for m in CODE.finditer(body)]
     cuts = {}
     for m in re.finditer(r"(?<=[.!?])[ \t]*\n?[ \t]*(?=[^a-z\d\s])|\n[ \t]*\n\s*(?=\S)", body):
         head = body[:m.start()]
-        if (ABBREVIATION.search(head) or head.count("```") % 2 or head.replace("```", "").count("`") % 2
+        if (ABBREVIATION.search(head) or any(a < m.start() < b for a, b in code)
                 or head.count("[") != head.count("]") or head.count("(") != head.count(")")):
             continue
         ends_paragraph = "\n\n" in m.group().replace(" ", "").replace("\t", "")
@@ -100,9 +104,9 @@ def _cuts(body: str) -> list[tuple[int, bool]]:
 def claim_and_notes(text: str) -> tuple[str, str]:
     """A slide cell's text split for a deck: (the heading and its opening, the rest for the notes).
 
-    The opening is the first paragraph when it is at least ``SHORTEST`` wide, else the first sentences up
-    to ``CLAIM``; an opening that ends with a colon keeps the block it introduces when that fits
-    ``KEEP_WHOLE``, else stops before it. A cell that opens with a list or a table keeps it. The notes are
+    The opening is the first paragraph when it is at least ``SHORTEST`` wide, else the first sentences,
+    ending nearest to ``CLAIM``; an opening that ends with a colon keeps the block it introduces when that fits
+    ``LONGEST``, else stops before it (where nothing comes before it, it keeps the block). A cell that opens with a list or a table keeps it. The notes are
     empty (the cell stays whole) when the cell is narrow, has no heading, has no safe cut, leaves less than
     ``LEAST_NOTES`` or would send a numbered list (the exercises) to the notes."""
     heading, _, body = text.strip().partition("\n")
@@ -114,16 +118,17 @@ def claim_and_notes(text: str) -> tuple[str, str]:
         cut = next((c for c, par in cuts if par and not BLOCK.match(body[c:].lstrip("\n"))
                     and not body[c:].lstrip("\n").startswith(" ")), None)
     else:
+        near = [c for c, _ in cuts if width(body[:c]) >= SHORTEST]   # the sentence end nearest to CLAIM
         cut = next((c for c, par in cuts if par and SHORTEST <= width(body[:c]) < CLAIM), None) or \
-            next((c for c, _ in cuts if width(body[:c]) >= CLAIM), None)
+            min(near, key=lambda c: abs(width(body[:c]) - CLAIM), default=None)
         earlier = [c for c, _ in cuts if width(body[:c]) < CLAIM]
         if cut is None or (width(body[:cut]) > LONGEST and earlier):
             cut = max(earlier, default=None)
         if cut is not None and body[:cut].rstrip().endswith(":"):
             after = next((c for c, par in cuts if c > cut and par), None)
             before = [c for c, _ in cuts if c < cut]
-            cut = after if after is not None and (width(body[:after]) <= KEEP_WHOLE or not before) \
-                else max(before, default=None)
+            fits = after is not None and width(body[:after]) <= LONGEST
+            cut = after if fits or not before else max(before)   # with nothing before it, the colon keeps its block
     if cut is None or width(body[cut:]) < LEAST_NOTES or re.match(r"\s*1\. ", body[cut:]):
         return text, ""   # too little for the notes, or a numbered list (the exercises) that is the slide
     return f"{heading}\n\n{body[:cut].rstrip()}", body[cut:].strip()
@@ -133,15 +138,19 @@ def deck_cells(cells: list[dict]) -> list[dict]:
     """The cells as the site's deck shows them (copies): each long slide cut by ``claim_and_notes``, its rest
     in its own notes; a prose cell that precedes a plot or an assert of its section (the notebooks explain,
     then run) goes to that slide's notes, so that the speaker reads it while its slide is on the screen; a
-    plot's code is marked to be folded (``deck_fold_input``: web/course_reveal shows the figure first)."""
+    plot's code, and any code of ``LONG_CODE`` lines or more, is marked to be folded (``deck_fold_input``:
+    web/course_reveal folds it), and a plot's figures come before its printed lines."""
     out, waiting = [], []
     for i, cell in enumerate(cells):
         kind = cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
         if kind == "notes":
             waiting.append(cell)
         elif kind in ("slide", "subslide") and cell["cell_type"] == "code":
-            drawn = any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
-            out += [{**cell, "metadata": {**cell["metadata"], "deck_fold_input": drawn}}] + waiting
+            outputs = cell.get("outputs", [])
+            drawn = [o for o in outputs if "image/png" in o.get("data", {})]
+            fold = bool(drawn) or _source(cell).count("\n") >= LONG_CODE
+            out += [{**cell, "metadata": {**cell["metadata"], "deck_fold_input": fold},
+                     "outputs": drawn + [o for o in outputs if o not in drawn]}] + waiting
             waiting = []
         elif kind in ("slide", "subslide"):
             text, notes = claim_and_notes(_source(cell))
