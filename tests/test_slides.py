@@ -62,6 +62,10 @@ def test_a_long_slide_keeps_its_claim_and_the_rest_goes_to_the_notes():
     listed = "## 2. Four steps\n\n" + "".join(f"{i}. step {i}, in a sentence.\n" for i in range(1, 5))
     slide, notes = claim_and_notes(listed + "\n" + "What the steps cost, measured below. " * 30)
     assert slide == listed.strip() and notes.startswith("What"), "an opening list stays; what follows, the notes"
+    mid = "## 5. Ways\n\n" + "A sentence that sets the scene for the ways. " * 8 + "The ways are:\n- one way;\n" + \
+        "- another way.\n\n" + "Notes text, in sentences. " * 20
+    slide, notes = claim_and_notes(mid)
+    assert slide.endswith("- another way.") and notes.startswith("Notes"), "a list opened in mid-paragraph stays"
     long_list = "## 4. Four ways\n\n" + "The same work, done four ways, each in words. " * 2 + "They are:\n\n" + \
         "".join(f"- **way {i}**: " + "a long description of this way. " * 8 + "\n" for i in range(4))
     slide, notes = claim_and_notes(long_list + "\n" + "More for the notes, in sentences. " * 10)

@@ -17,8 +17,8 @@ metadata by hand:
   its first paragraph, or its first sentences) on the slide and moves the rest of its prose to that
   slide's speaker notes (``claim_and_notes``); a cell that opens with a list or a table (the goals, a
   recap) keeps it and moves what follows it; the exercises stay whole; a prose cell goes to the notes
-  of the plot or assert it precedes in its section; a plot's code (and long code) is folded, and its
-  figures come first.
+  of the plot, assert or introduced code it precedes in its section; a plot's code (and long code) is
+  folded, and its figures come first.
   RISE, live in JupyterLab, shows each cell whole, in the notebook's order.
 
 A heading starts a slide only as a cell's first line, so a section's heading opens a markdown cell
@@ -106,9 +106,10 @@ def claim_and_notes(text: str) -> tuple[str, str]:
 
     The opening is the first paragraph when it is at least ``SHORTEST`` wide, else the first sentences,
     ending nearest to ``CLAIM``; an opening that ends with a colon keeps the block it introduces when that fits
-    ``LONGEST``, else stops before it (where nothing comes before it, it keeps the block). A cell that opens with a list or a table keeps it. The notes are
-    empty (the cell stays whole) when the cell is narrow, has no heading, has no safe cut, leaves less than
-    ``LEAST_NOTES`` or would send a numbered list (the exercises) to the notes."""
+    ``LONGEST``, else stops before it (where nothing comes before it, it keeps the block). A cell that opens
+    with a list or a table keeps it. The notes are empty (the cell stays whole) when the cell is narrow, has no
+    heading, has no safe cut, leaves less than ``LEAST_NOTES`` or would send a numbered list (the exercises) to
+    the notes."""
     heading, _, body = text.strip().partition("\n")
     body = body.strip()
     if width(text) <= KEEP_WHOLE or not body or not heading.startswith("#"):
@@ -124,6 +125,10 @@ def claim_and_notes(text: str) -> tuple[str, str]:
         earlier = [c for c, _ in cuts if width(body[:c]) < CLAIM]
         if cut is None or (width(body[:cut]) > LONGEST and earlier):
             cut = max(earlier, default=None)
+        end = next((c for c, par in cuts if cut is not None and c > cut and par), None)   # the paragraph's end
+        if end is not None and re.search(r":\n\s*((\d+\.|[-*+])\s|\|)", body[cut:end]) \
+                and width(body[:end]) <= LONGEST:
+            cut = end   # not just before the sentence that opens a list in the same paragraph: with the list
         if cut is not None and body[:cut].rstrip().endswith(":"):
             after = next((c for c, par in cuts if c > cut and par), None)
             before = [c for c, _ in cuts if c < cut]
@@ -136,10 +141,10 @@ def claim_and_notes(text: str) -> tuple[str, str]:
 
 def deck_cells(cells: list[dict]) -> list[dict]:
     """The cells as the site's deck shows them (copies): each long slide cut by ``claim_and_notes``, its rest
-    in its own notes; a prose cell that precedes a plot or an assert of its section (the notebooks explain,
-    then run) goes to that slide's notes, so that the speaker reads it while its slide is on the screen; a
-    plot's code, and any code of ``LONG_CODE`` lines or more, is marked to be folded (``deck_fold_input``:
-    web/course_reveal folds it), and a plot's figures come before its printed lines."""
+    in its own notes; a prose cell that precedes a plot, an assert or code it introduces, in its section (the
+    notebooks explain, then run), goes to that slide's notes, so that the speaker reads it while the slide is on
+    the screen; a plot's code, and any code of ``LONG_CODE`` lines or more, is marked to be folded
+    (``deck_fold_input``: web/course_reveal folds it), and a plot's figures come before its printed lines."""
     out, waiting = [], []
     for i, cell in enumerate(cells):
         kind = cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
