@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from web.labels import LABELS
-from web.slides import deck_cells
+from web.slides import cell_text, course_notebooks, deck_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 WEB = ROOT / "web"
@@ -44,8 +44,7 @@ def repository() -> str:
 
 def notebooks(lang: str) -> list[Path]:
     """The notebooks of one language, in course order."""
-    folder = NOTEBOOKS if lang == "en" else NOTEBOOKS / lang
-    return sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    return course_notebooks(NOTEBOOKS if lang == "en" else NOTEBOOKS / lang)
 
 
 def _repo_link(target: str, base: Path, lang: str, names: set[str]) -> str:
@@ -82,7 +81,7 @@ def staged_notebook(path: Path, lang: str, names: set[str]) -> dict:
     TensorBoard frame (a server the static page does not have) is replaced by a sentence saying so."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     for cell in nb["cells"]:
-        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        src = cell_text(cell)
         cell["source"] = _links(src, path.parent, lang, names) if cell["cell_type"] == "markdown" else src
         for i, out in enumerate(cell.get("outputs", [])):
             html = out.get("data", {}).get("text/html")

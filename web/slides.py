@@ -41,14 +41,15 @@ NOTEBOOKS = ROOT / "notebooks"
 ASSERT = re.compile(r"^\s*assert\b", re.M)
 
 
-def _source(cell: dict) -> str:
+def cell_text(cell: dict) -> str:
+    """A cell's source as one string (a notebook file may store it as a list of lines)."""
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else src
 
 
 def slide_type(cells: list[dict], index: int) -> str:
     """The slide type of ``cells[index]`` by the rule in this module's docstring (site, slides)."""
-    cell, src = cells[index], _source(cells[index]).lstrip()
+    cell, src = cells[index], cell_text(cells[index]).lstrip()
     if index == 0 or cell.get("id") == "goals":
         return "slide"
     if cell["cell_type"] == "markdown":
@@ -58,10 +59,10 @@ def slide_type(cells: list[dict], index: int) -> str:
     if cell["cell_type"] != "code" or src.startswith("# Setup (the same in every notebook)"):
         return "skip"
     if re.search(r"(?<![\w.])check\(", src) or "slides-skip" in cell.get("metadata", {}).get("tags", []) or any(
-            c["cell_type"] == "markdown" and _source(c).startswith("## Exercises") for c in cells[:index]):
+            c["cell_type"] == "markdown" and cell_text(c).startswith("## Exercises") for c in cells[:index]):
         return "skip"
     drawn = any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
-    introduced = cells[index - 1]["cell_type"] == "markdown" and _source(cells[index - 1]).rstrip().endswith(":")
+    introduced = cells[index - 1]["cell_type"] == "markdown" and cell_text(cells[index - 1]).rstrip().endswith(":")
     return "subslide" if drawn or introduced or ASSERT.search(src) else "skip"
 
 
@@ -115,24 +116,25 @@ def claim_and_notes(text: str) -> tuple[str, str]:
     if width(text) <= KEEP_WHOLE or not body or not heading.startswith("#"):
         return text, ""
     cuts = [(c, par) for c, par in _cuts(body) if c < len(body)]
+    wide = {c: width(body[:c]) for c, _ in cuts}   # how wide the slide is if cut at c
     if BLOCK.match(body):   # the list or the table is the slide; what follows it, the notes
         cut = next((c for c, par in cuts if par and not BLOCK.match(body[c:].lstrip("\n"))
                     and not body[c:].lstrip("\n").startswith(" ")), None)
     else:
-        near = [c for c, _ in cuts if width(body[:c]) >= SHORTEST]   # the sentence end nearest to CLAIM
-        cut = next((c for c, par in cuts if par and SHORTEST <= width(body[:c]) < CLAIM), None) or \
-            min(near, key=lambda c: abs(width(body[:c]) - CLAIM), default=None)
-        earlier = [c for c, _ in cuts if width(body[:c]) < CLAIM]
-        if cut is None or (width(body[:cut]) > LONGEST and earlier):
+        near = [c for c, _ in cuts if wide[c] >= SHORTEST]   # the sentence end nearest to CLAIM
+        cut = next((c for c, par in cuts if par and SHORTEST <= wide[c] < CLAIM), None) or \
+            min(near, key=lambda c: abs(wide[c] - CLAIM), default=None)
+        earlier = [c for c, _ in cuts if wide[c] < CLAIM]
+        if cut is None or (wide[cut] > LONGEST and earlier):
             cut = max(earlier, default=None)
         end = next((c for c, par in cuts if cut is not None and c > cut and par), None)   # the paragraph's end
         if end is not None and re.search(r":\n\s*((\d+\.|[-*+])\s|\|)", body[cut:end]) \
-                and width(body[:end]) <= LONGEST:
+                and wide[end] <= LONGEST:
             cut = end   # not just before the sentence that opens a list in the same paragraph: with the list
         if cut is not None and body[:cut].rstrip().endswith(":"):
             after = next((c for c, par in cuts if c > cut and par), None)
             before = [c for c, _ in cuts if c < cut]
-            fits = after is not None and width(body[:after]) <= LONGEST
+            fits = after is not None and wide[after] <= LONGEST
             cut = after if fits or not before else max(before)   # with nothing before it, the colon keeps its block
     if cut is None or width(body[cut:]) < LEAST_NOTES or re.match(r"\s*1\. ", body[cut:]):
         return text, ""   # too little for the notes, or a numbered list (the exercises) that is the slide
@@ -153,12 +155,12 @@ def deck_cells(cells: list[dict]) -> list[dict]:
         elif kind in ("slide", "subslide") and cell["cell_type"] == "code":
             outputs = cell.get("outputs", [])
             drawn = [o for o in outputs if "image/png" in o.get("data", {})]
-            fold = bool(drawn) or _source(cell).count("\n") >= LONG_CODE
+            fold = bool(drawn) or cell_text(cell).count("\n") >= LONG_CODE
             out += [{**cell, "metadata": {**cell["metadata"], "deck_fold_input": fold},
                      "outputs": drawn + [o for o in outputs if o not in drawn]}] + waiting
             waiting = []
         elif kind in ("slide", "subslide"):
-            text, notes = claim_and_notes(_source(cell))
+            text, notes = claim_and_notes(cell_text(cell))
             out += waiting + [{**cell, "source": text}]
             waiting = []
             if notes:
@@ -179,12 +181,12 @@ def marked(notebook: dict) -> list[tuple[str, str | None, str]]:
 def mid_cell_headings(notebook: dict) -> list[tuple[str, str]]:
     """Markdown cells with a ``## `` or ``### `` heading after their first line: (cell id, heading)."""
     return [(c.get("id", "?"), line) for c in notebook["cells"] if c["cell_type"] == "markdown"
-            for line in _source(c).splitlines()[1:] if re.match(r"#{2,3} ", line)]
+            for line in cell_text(c).splitlines()[1:] if re.match(r"#{2,3} ", line)]
 
 
-def english_notebooks() -> list[Path]:
-    """The course's English notebooks, in course order."""
-    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+def course_notebooks(folder: Path = NOTEBOOKS) -> list[Path]:
+    """The course's notebooks in ``folder`` (the English ones by default), in course order."""
+    return sorted(folder.glob("[0-9][0-9]_*.ipynb"))
 
 
 def mark(path: Path) -> bool:
@@ -204,13 +206,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only say which cells differ from the rule")
     args = parser.parse_args(argv)
     if args.check:
-        wrong = [f"{p.name} {cid}: {have} (the rule says {want})" for p in english_notebooks()
-                 for cid, have, want in marked(json.loads(p.read_text(encoding="utf-8"))) if have != want]
-        wrong += [f"{p.name} {cid}: a heading in the middle of the cell: {line}" for p in english_notebooks()
-                  for cid, line in mid_cell_headings(json.loads(p.read_text(encoding="utf-8")))]
+        wrong = []
+        for path in course_notebooks():
+            notebook = json.loads(path.read_text(encoding="utf-8"))
+            wrong += [f"{path.name} {cid}: {have} (the rule says {want})"
+                      for cid, have, want in marked(notebook) if have != want]
+            wrong += [f"{path.name} {cid}: a heading in the middle of the cell: {line}"
+                      for cid, line in mid_cell_headings(notebook)]
         print("\n".join(wrong) or "every cell's slide type follows the rule")
         return 1 if wrong else 0
-    changed = [p.name for p in english_notebooks() if mark(p)]
+    changed = [p.name for p in course_notebooks() if mark(p)]
     print("marked: " + (", ".join(changed) or "nothing to change")
           + ("\nnow run `python -m i18n.build` so that notebooks/ko carries them" if changed else ""))
     return 0
